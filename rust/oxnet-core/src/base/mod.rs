@@ -1,0 +1,7 @@
+pub mod context;
+pub mod dtype;
+pub mod shape;
+
+pub use context::{Context, DevType};
+pub use dtype::DType;
+pub use shape::{fmt_shape, Shape};

@@ -1,0 +1,100 @@
+//! One error type for the whole core. Every variant carries a message that
+//! names the operator, the argument and the shapes involved; the Python
+//! binding maps each variant to a subclass of `oxnet.base.MXNetError`.
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// Shapes that do not fit together (ValueError in Python).
+    Shape(String),
+    /// Unsupported or mismatched dtype (TypeError in Python).
+    DType(String),
+    /// A bad operator parameter (ValueError in Python).
+    Param(String),
+    /// Index out of range (IndexError in Python).
+    Index(String),
+    /// File or stream problems (IOError in Python).
+    Io(String),
+    /// Undecodable image or record bytes (ValueError in Python).
+    Decode(String),
+    /// Engine misuse, e.g. a wait issued from inside a worker.
+    Engine(String),
+    /// A device that is not available (e.g. `gpu(0)` without a GPU backend).
+    Device(String),
+    /// A failure inside a kernel, reported with the operator's name.
+    Op { op: String, msg: String },
+    /// An error raised by Python code run inside the engine (custom op).
+    External(String),
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// The bare message, without the kind.
+    pub fn message(&self) -> String {
+        match self {
+            Error::Shape(m)
+            | Error::DType(m)
+            | Error::Param(m)
+            | Error::Index(m)
+            | Error::Io(m)
+            | Error::Decode(m)
+            | Error::Engine(m)
+            | Error::Device(m)
+            | Error::External(m) => m.clone(),
+            Error::Op { op, msg } => format!("{op}: {msg}"),
+        }
+    }
+
+    /// Prefix the message with an operator name (unless it already has it).
+    pub fn in_op(self, op: &str) -> Error {
+        let wrap = |m: String| {
+            if m.starts_with(op) {
+                m
+            } else {
+                format!("{op}: {m}")
+            }
+        };
+        match self {
+            Error::Shape(m) => Error::Shape(wrap(m)),
+            Error::DType(m) => Error::DType(wrap(m)),
+            Error::Param(m) => Error::Param(wrap(m)),
+            Error::Index(m) => Error::Index(wrap(m)),
+            Error::Decode(m) => Error::Decode(wrap(m)),
+            Error::Io(m) => Error::Io(wrap(m)),
+            e => e,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message())
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::Io(e.to_string())
+    }
+}
+
+/// `bail!(Shape, "...", args)` returns early with the given variant.
+#[macro_export]
+macro_rules! bail {
+    ($kind:ident, $($arg:tt)*) => {
+        return Err($crate::error::Error::$kind(format!($($arg)*)))
+    };
+}
+
+/// `ensure!(cond, Shape, "...")`.
+#[macro_export]
+macro_rules! ensure {
+    ($cond:expr, $kind:ident, $($arg:tt)*) => {
+        if !$cond {
+            $crate::bail!($kind, $($arg)*);
+        }
+    };
+}

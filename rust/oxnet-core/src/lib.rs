@@ -1,0 +1,14 @@
+//! oxnet's Rust core: dependency engine, pooled storage, NDArray, one
+//! operator registry, and the imperative call path. No Python here.
+pub mod error;
+pub mod base;
+pub mod engine;
+pub mod storage;
+pub mod ndarray;
+pub mod ops;
+pub mod profiler;
+pub mod random;
+
+pub use base::{Context, DType, Shape};
+pub use error::{Error, Result};
+pub use ndarray::NDArray;

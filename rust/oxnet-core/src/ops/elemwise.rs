@@ -1,0 +1,988 @@
+//! Element-wise family: unary math, binary (same-shape and broadcasting),
+//! binary with a scalar, comparisons, clip, where, add_n, cast, copies.
+use super::attrs::Attrs;
+use super::kernels::{cast_blob, map1, map2, reduce_to};
+use super::registry::{
+    infer_shape_same, infer_type_same, Entry, GradBuilder, KernelCtx, OpCall, OpDef, Params,
+};
+use crate::base::{fmt_shape, shape::broadcast_shapes, DType, Shape};
+use crate::base::dtype::Elem;
+use crate::dispatch_dtype;
+use crate::error::{Error, Result};
+use crate::ndarray::Blob;
+use half::f16;
+
+type B<'a> = &'a mut dyn GradBuilder;
+
+// ---------------------------------------------------------------------------
+// Gradient helpers: backward passes are built from registered operators.
+// ---------------------------------------------------------------------------
+
+pub fn g_mul(b: B, x: Entry, y: Entry) -> Result<Entry> {
+    b.op1("elemwise_mul", &[], &[x, y])
+}
+pub fn g_div(b: B, x: Entry, y: Entry) -> Result<Entry> {
+    b.op1("elemwise_div", &[], &[x, y])
+}
+pub fn g_add(b: B, x: Entry, y: Entry) -> Result<Entry> {
+    b.op1("elemwise_add", &[], &[x, y])
+}
+pub fn g_sub(b: B, x: Entry, y: Entry) -> Result<Entry> {
+    b.op1("elemwise_sub", &[], &[x, y])
+}
+pub fn g_un(b: B, op: &str, x: Entry) -> Result<Entry> {
+    b.op1(op, &[], &[x])
+}
+pub fn g_sc(b: B, op: &str, x: Entry, s: f64) -> Result<Entry> {
+    b.op1(op, &[("scalar", fmt_f64(s))], &[x])
+}
+pub fn fmt_f64(v: f64) -> String {
+    if v.is_finite() && v == v.trunc() && v.abs() < 1e15 {
+        format!("{v:.1}")
+    } else {
+        format!("{v}")
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Unary
+// ---------------------------------------------------------------------------
+
+pub trait UnaryFn: Send + Sync + 'static {
+    fn f32(x: f32) -> f32;
+    fn f64(x: f64) -> f64;
+}
+
+macro_rules! unary_fn {
+    ($S:ident, $x:ident => $body:expr) => {
+        pub struct $S;
+        impl UnaryFn for $S {
+            #[inline(always)]
+            #[allow(clippy::excessive_precision)]
+            fn f32($x: f32) -> f32 {
+                $body
+            }
+            #[inline(always)]
+            #[allow(clippy::excessive_precision)]
+            fn f64($x: f64) -> f64 {
+                $body
+            }
+        }
+    };
+}
+
+fn erf64(x: f64) -> f64 {
+    // Abramowitz-Stegun 7.1.26 refined with one Newton step on erfc's
+    // continued behaviour is overkill here; use a high-precision series /
+    // asymptotic split (max abs error ~1e-15).
+    let t = x.abs();
+    let r = if t < 2.5 {
+        // Maclaurin series
+        let (mut sum, mut term, x2) = (t, t, t * t);
+        let mut n = 0.0;
+        loop {
+            n += 1.0;
+            term *= -x2 / n;
+            let add = term / (2.0 * n + 1.0);
+            sum += add;
+            if add.abs() < 1e-17 * sum.abs() {
+                break;
+            }
+        }
+        sum * 2.0 / std::f64::consts::PI.sqrt()
+    } else {
+        // continued fraction for erfc
+        let mut f = 0.0;
+        for k in (1..60).rev() {
+            f = (k as f64 / 2.0) / (t + f);
+        }
+        1.0 - (-t * t).exp() / std::f64::consts::PI.sqrt() / (t + f)
+    };
+    if x < 0.0 {
+        -r
+    } else {
+        r
+    }
+}
+
+trait Erf {
+    fn erf_(self) -> Self;
+}
+impl Erf for f32 {
+    fn erf_(self) -> f32 {
+        erf64(self as f64) as f32
+    }
+}
+impl Erf for f64 {
+    fn erf_(self) -> f64 {
+        erf64(self)
+    }
+}
+
+unary_fn!(Abs, x => x.abs());
+unary_fn!(Neg, x => -x);
+unary_fn!(Exp, x => x.exp());
+unary_fn!(Log, x => x.ln());
+unary_fn!(Log2, x => x.log2());
+unary_fn!(Log10, x => x.log10());
+unary_fn!(Log1p, x => x.ln_1p());
+unary_fn!(Expm1, x => x.exp_m1());
+unary_fn!(Sqrt, x => x.sqrt());
+unary_fn!(Rsqrt, x => 1.0 / x.sqrt());
+unary_fn!(Cbrt, x => x.cbrt());
+unary_fn!(Rcbrt, x => 1.0 / x.cbrt());
+unary_fn!(Square, x => x * x);
+unary_fn!(Reciprocal, x => 1.0 / x);
+unary_fn!(Sin, x => x.sin());
+unary_fn!(Cos, x => x.cos());
+unary_fn!(Tan, x => x.tan());
+unary_fn!(Arcsin, x => x.asin());
+unary_fn!(Arccos, x => x.acos());
+unary_fn!(Arctan, x => x.atan());
+unary_fn!(Sinh, x => x.sinh());
+unary_fn!(Cosh, x => x.cosh());
+unary_fn!(Tanh, x => x.tanh());
+unary_fn!(Arcsinh, x => x.asinh());
+unary_fn!(Arccosh, x => x.acosh());
+unary_fn!(Arctanh, x => x.atanh());
+unary_fn!(Sigmoid, x => 1.0 / (1.0 + (-x).exp()));
+unary_fn!(Relu, x => if x > 0.0 { x } else { 0.0 });
+unary_fn!(Softsign, x => x / (1.0 + x.abs()));
+unary_fn!(Sign, x => if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { 0.0 });
+unary_fn!(Floor, x => x.floor());
+unary_fn!(Ceil, x => x.ceil());
+unary_fn!(Round, x => x.round());
+unary_fn!(Rint, x => { let r = x.round(); if (x - x.trunc()).abs() == 0.5 { 2.0 * (x / 2.0).round() } else { r } });
+unary_fn!(Fix, x => x.trunc());
+unary_fn!(Trunc, x => x.trunc());
+unary_fn!(Degrees, x => x.to_degrees());
+unary_fn!(Radians, x => x.to_radians());
+unary_fn!(Erf_, x => x.erf_());
+unary_fn!(LogicalNot, x => if x == 0.0 { 1.0 } else { 0.0 });
+unary_fn!(Identity, x => x);
+
+fn unary_kernel<U: UnaryFn>(_: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> {
+    let (x, y) = (&i[0], &o[0]);
+    match x.dtype {
+        DType::F32 => map1(x.data::<f32>(), y.data_mut::<f32>(), U::f32),
+        DType::F64 => map1(x.data::<f64>(), y.data_mut::<f64>(), U::f64),
+        DType::F16 => map1(x.data::<f16>(), y.data_mut::<f16>(), |v| f16::from_f32(U::f32(v.to_f32()))),
+        d => dispatch_dtype!(d, T => {
+            map1(x.data::<T>(), y.data_mut::<T>(), |v| T::from_f64(U::f64(v.to_f64())))
+        }),
+    }
+    Ok(())
+}
+
+macro_rules! unary_op {
+    ($NAME:ident, $name:expr, [$($alias:expr),*], $S:ident, $doc:expr, $grad:expr) => {
+        pub static $NAME: OpDef = OpDef {
+            name: $name,
+            aliases: &[$($alias),*],
+            doc: $doc,
+            cpu: Some(unary_kernel::<$S>),
+            grad: $grad,
+            ..OpDef::BASE
+        };
+    };
+}
+
+/// d/dx = None: the gradient is zero (piecewise-constant functions).
+const ZERO_GRAD: Option<super::registry::GradFn> = Some(|_, _, i, _, _| Ok(vec![None; i.len()]));
+
+unary_op!(ABS, "abs", [], Abs, "Element-wise absolute value.",
+    Some(|_, b, x, _, g| { let s = g_un(b, "sign", x[0])?; Ok(vec![Some(g_mul(b, g[0], s)?)]) }));
+unary_op!(NEGATIVE, "negative", ["_np_negative"], Neg, "Element-wise negation.",
+    Some(|_, b, _, _, g| Ok(vec![Some(g_un(b, "negative", g[0])?)])));
+unary_op!(EXP, "exp", [], Exp, "Element-wise e**x.",
+    Some(|_, b, _, y, g| Ok(vec![Some(g_mul(b, g[0], y[0])?)])));
+unary_op!(LOG, "log", [], Log, "Element-wise natural logarithm.",
+    Some(|_, b, x, _, g| Ok(vec![Some(g_div(b, g[0], x[0])?)])));
+unary_op!(LOG2, "log2", [], Log2, "Element-wise base-2 logarithm.",
+    Some(|_, b, x, _, g| { let t = g_sc(b, "_mul_scalar", x[0], std::f64::consts::LN_2)?; Ok(vec![Some(g_div(b, g[0], t)?)]) }));
+unary_op!(LOG10, "log10", [], Log10, "Element-wise base-10 logarithm.",
+    Some(|_, b, x, _, g| { let t = g_sc(b, "_mul_scalar", x[0], std::f64::consts::LN_10)?; Ok(vec![Some(g_div(b, g[0], t)?)]) }));
+unary_op!(LOG1P, "log1p", [], Log1p, "Element-wise log(1 + x).",
+    Some(|_, b, x, _, g| { let t = g_sc(b, "_plus_scalar", x[0], 1.0)?; Ok(vec![Some(g_div(b, g[0], t)?)]) }));
+unary_op!(EXPM1, "expm1", [], Expm1, "Element-wise exp(x) - 1.",
+    Some(|_, b, _, y, g| { let t = g_sc(b, "_plus_scalar", y[0], 1.0)?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
+unary_op!(SQRT, "sqrt", [], Sqrt, "Element-wise square root.",
+    Some(|_, b, _, y, g| { let t = g_sc(b, "_mul_scalar", y[0], 2.0)?; Ok(vec![Some(g_div(b, g[0], t)?)]) }));
+unary_op!(RSQRT, "rsqrt", [], Rsqrt, "Element-wise 1/sqrt(x).",
+    Some(|_, b, x, y, g| { let t = g_div(b, y[0], x[0])?; let t = g_sc(b, "_mul_scalar", t, -0.5)?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
+unary_op!(CBRT, "cbrt", [], Cbrt, "Element-wise cube root.",
+    Some(|_, b, x, y, g| { let t = g_div(b, y[0], x[0])?; let t = g_sc(b, "_div_scalar", t, 3.0)?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
+unary_op!(RCBRT, "rcbrt", [], Rcbrt, "Element-wise 1/cbrt(x).",
+    Some(|_, b, x, y, g| { let t = g_div(b, y[0], x[0])?; let t = g_sc(b, "_div_scalar", t, -3.0)?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
+unary_op!(SQUARE, "square", [], Square, "Element-wise x*x.",
+    Some(|_, b, x, _, g| { let t = g_sc(b, "_mul_scalar", x[0], 2.0)?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
+unary_op!(RECIPROCAL, "reciprocal", [], Reciprocal, "Element-wise 1/x.",
+    Some(|_, b, _, y, g| { let t = g_un(b, "square", y[0])?; let t = g_un(b, "negative", t)?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
+unary_op!(SIN, "sin", [], Sin, "Element-wise sine.",
+    Some(|_, b, x, _, g| { let t = g_un(b, "cos", x[0])?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
+unary_op!(COS, "cos", [], Cos, "Element-wise cosine.",
+    Some(|_, b, x, _, g| { let t = g_un(b, "sin", x[0])?; let t = g_un(b, "negative", t)?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
+unary_op!(TAN, "tan", [], Tan, "Element-wise tangent.",
+    Some(|_, b, _, y, g| { let t = g_un(b, "square", y[0])?; let t = g_sc(b, "_plus_scalar", t, 1.0)?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
+unary_op!(ARCSIN, "arcsin", [], Arcsin, "Element-wise inverse sine.",
+    Some(|_, b, x, _, g| { let t = g_un(b, "square", x[0])?; let t = g_sc(b, "_rminus_scalar", t, 1.0)?; let t = g_un(b, "sqrt", t)?; Ok(vec![Some(g_div(b, g[0], t)?)]) }));
+unary_op!(ARCCOS, "arccos", [], Arccos, "Element-wise inverse cosine.",
+    Some(|_, b, x, _, g| { let t = g_un(b, "square", x[0])?; let t = g_sc(b, "_rminus_scalar", t, 1.0)?; let t = g_un(b, "sqrt", t)?; let t = g_un(b, "negative", t)?; Ok(vec![Some(g_div(b, g[0], t)?)]) }));
+unary_op!(ARCTAN, "arctan", [], Arctan, "Element-wise inverse tangent.",
+    Some(|_, b, x, _, g| { let t = g_un(b, "square", x[0])?; let t = g_sc(b, "_plus_scalar", t, 1.0)?; Ok(vec![Some(g_div(b, g[0], t)?)]) }));
+unary_op!(SINH, "sinh", [], Sinh, "Element-wise hyperbolic sine.",
+    Some(|_, b, x, _, g| { let t = g_un(b, "cosh", x[0])?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
+unary_op!(COSH, "cosh", [], Cosh, "Element-wise hyperbolic cosine.",
+    Some(|_, b, x, _, g| { let t = g_un(b, "sinh", x[0])?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
+unary_op!(TANH, "tanh", [], Tanh, "Element-wise hyperbolic tangent.",
+    Some(|_, b, _, y, g| { let t = g_un(b, "square", y[0])?; let t = g_sc(b, "_rminus_scalar", t, 1.0)?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
+unary_op!(ARCSINH, "arcsinh", [], Arcsinh, "Element-wise inverse hyperbolic sine.",
+    Some(|_, b, x, _, g| { let t = g_un(b, "square", x[0])?; let t = g_sc(b, "_plus_scalar", t, 1.0)?; let t = g_un(b, "sqrt", t)?; Ok(vec![Some(g_div(b, g[0], t)?)]) }));
+unary_op!(ARCCOSH, "arccosh", [], Arccosh, "Element-wise inverse hyperbolic cosine.",
+    Some(|_, b, x, _, g| { let t = g_un(b, "square", x[0])?; let t = g_sc(b, "_minus_scalar", t, 1.0)?; let t = g_un(b, "sqrt", t)?; Ok(vec![Some(g_div(b, g[0], t)?)]) }));
+unary_op!(ARCTANH, "arctanh", [], Arctanh, "Element-wise inverse hyperbolic tangent.",
+    Some(|_, b, x, _, g| { let t = g_un(b, "square", x[0])?; let t = g_sc(b, "_rminus_scalar", t, 1.0)?; Ok(vec![Some(g_div(b, g[0], t)?)]) }));
+unary_op!(SIGMOID, "sigmoid", [], Sigmoid, "Element-wise logistic sigmoid 1/(1+exp(-x)).",
+    Some(|_, b, _, y, g| { let t = g_sc(b, "_rminus_scalar", y[0], 1.0)?; let t = g_mul(b, y[0], t)?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
+unary_op!(RELU, "relu", [], Relu, "Element-wise max(x, 0).",
+    Some(|_, b, x, _, g| { let t = g_sc(b, "_greater_scalar", x[0], 0.0)?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
+unary_op!(SOFTSIGN, "softsign", [], Softsign, "Element-wise x/(1+|x|).",
+    Some(|_, b, x, _, g| { let t = g_un(b, "abs", x[0])?; let t = g_sc(b, "_plus_scalar", t, 1.0)?; let t = g_un(b, "square", t)?; Ok(vec![Some(g_div(b, g[0], t)?)]) }));
+unary_op!(DEGREES, "degrees", [], Degrees, "Radians to degrees.",
+    Some(|_, b, _, _, g| Ok(vec![Some(g_sc(b, "_mul_scalar", g[0], 180.0 / std::f64::consts::PI)?)])));
+unary_op!(RADIANS, "radians", [], Radians, "Degrees to radians.",
+    Some(|_, b, _, _, g| Ok(vec![Some(g_sc(b, "_mul_scalar", g[0], std::f64::consts::PI / 180.0)?)])));
+unary_op!(ERF, "erf", [], Erf_, "Element-wise Gauss error function.",
+    Some(|_, b, x, _, g| { let t = g_un(b, "square", x[0])?; let t = g_un(b, "negative", t)?; let t = g_un(b, "exp", t)?; let t = g_sc(b, "_mul_scalar", t, 2.0 / std::f64::consts::PI.sqrt())?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
+unary_op!(SIGN, "sign", [], Sign, "Element-wise sign (-1, 0, 1).", ZERO_GRAD);
+unary_op!(FLOOR, "floor", [], Floor, "Element-wise floor.", ZERO_GRAD);
+unary_op!(CEIL, "ceil", [], Ceil, "Element-wise ceiling.", ZERO_GRAD);
+unary_op!(ROUND, "round", [], Round, "Round half away from zero.", ZERO_GRAD);
+unary_op!(RINT, "rint", [], Rint, "Round half to even.", ZERO_GRAD);
+unary_op!(FIX, "fix", [], Fix, "Round towards zero.", ZERO_GRAD);
+unary_op!(TRUNC, "trunc", [], Trunc, "Truncate towards zero.", ZERO_GRAD);
+unary_op!(LOGICAL_NOT, "logical_not", [], LogicalNot, "1 where x == 0, else 0.", ZERO_GRAD);
+unary_op!(COPY, "_copy", ["identity", "_identity_with_attr_like_rhs_unused"], Identity, "Copy of the input.",
+    Some(|_, _, _, _, g| Ok(vec![Some(g[0])])));
+
+/// `BlockGrad`/`stop_gradient`: identity forward, no gradient.
+pub static BLOCK_GRAD: OpDef = OpDef {
+    name: "BlockGrad",
+    aliases: &["stop_gradient"],
+    doc: "Identity that stops gradients flowing to its input.",
+    cpu: Some(unary_kernel::<Identity>),
+    grad: ZERO_GRAD,
+    ..OpDef::BASE
+};
+
+// ---------------------------------------------------------------------------
+// Binary
+// ---------------------------------------------------------------------------
+
+pub trait BinaryFn: Send + Sync + 'static {
+    fn f32(a: f32, b: f32) -> f32;
+    fn f64(a: f64, b: f64) -> f64;
+    fn i64(a: i64, b: i64) -> i64;
+}
+
+macro_rules! binary_fn {
+    ($S:ident, ($a:ident, $b:ident) => $body:expr, int: ($ia:ident, $ib:ident) => $ibody:expr) => {
+        pub struct $S;
+        impl BinaryFn for $S {
+            #[inline(always)]
+            fn f32($a: f32, $b: f32) -> f32 {
+                $body
+            }
+            #[inline(always)]
+            fn f64($a: f64, $b: f64) -> f64 {
+                $body
+            }
+            #[inline(always)]
+            fn i64($ia: i64, $ib: i64) -> i64 {
+                $ibody
+            }
+        }
+    };
+}
+
+fn bool_i(b: bool) -> i64 {
+    b as i64
+}
+
+binary_fn!(Add, (a, b) => a + b, int: (a, b) => a.wrapping_add(b));
+binary_fn!(Sub, (a, b) => a - b, int: (a, b) => a.wrapping_sub(b));
+binary_fn!(Mul, (a, b) => a * b, int: (a, b) => a.wrapping_mul(b));
+binary_fn!(Div, (a, b) => a / b, int: (a, b) => if b == 0 { 0 } else { a.wrapping_div(b) });
+binary_fn!(Mod, (a, b) => if b == 0.0 { 0.0 } else { let r = a % b; if r != 0.0 && ((r < 0.0) != (b < 0.0)) { r + b } else { r } },
+    int: (a, b) => if b == 0 { 0 } else { a.rem_euclid(b) + if b < 0 && a.rem_euclid(b) != 0 { b } else { 0 } });
+binary_fn!(Power, (a, b) => a.powf(b), int: (a, b) => if b < 0 { if a == 1 { 1 } else if a == -1 { if b % 2 == 0 { 1 } else { -1 } } else { 0 } } else { a.wrapping_pow(b.min(u32::MAX as i64) as u32) });
+binary_fn!(Maximum, (a, b) => if a >= b { a } else { b }, int: (a, b) => a.max(b));
+binary_fn!(Minimum, (a, b) => if a <= b { a } else { b }, int: (a, b) => a.min(b));
+binary_fn!(Hypot, (a, b) => a.hypot(b), int: (a, b) => ((a as f64).hypot(b as f64)) as i64);
+binary_fn!(Equal, (a, b) => (a == b) as i32 as _, int: (a, b) => bool_i(a == b));
+binary_fn!(NotEqual, (a, b) => (a != b) as i32 as _, int: (a, b) => bool_i(a != b));
+binary_fn!(Greater, (a, b) => (a > b) as i32 as _, int: (a, b) => bool_i(a > b));
+binary_fn!(GreaterEqual, (a, b) => (a >= b) as i32 as _, int: (a, b) => bool_i(a >= b));
+binary_fn!(Lesser, (a, b) => (a < b) as i32 as _, int: (a, b) => bool_i(a < b));
+binary_fn!(LesserEqual, (a, b) => (a <= b) as i32 as _, int: (a, b) => bool_i(a <= b));
+binary_fn!(LogicalAnd, (a, b) => (a != 0.0 && b != 0.0) as i32 as _, int: (a, b) => bool_i(a != 0 && b != 0));
+binary_fn!(LogicalOr, (a, b) => (a != 0.0 || b != 0.0) as i32 as _, int: (a, b) => bool_i(a != 0 || b != 0));
+binary_fn!(LogicalXor, (a, b) => ((a != 0.0) != (b != 0.0)) as i32 as _, int: (a, b) => bool_i((a != 0) != (b != 0)));
+
+fn binary_kernel<F: BinaryFn>(_: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> {
+    let (a, b, y) = (&i[0], &i[1], &o[0]);
+    let (ash, bsh, ysh) = (&a.shape, &b.shape, &y.shape);
+    match a.dtype {
+        DType::F32 => map2(a.data::<f32>(), ash, b.data::<f32>(), bsh, y.data_mut::<f32>(), ysh, F::f32),
+        DType::F64 => map2(a.data::<f64>(), ash, b.data::<f64>(), bsh, y.data_mut::<f64>(), ysh, F::f64),
+        DType::F16 => map2(a.data::<f16>(), ash, b.data::<f16>(), bsh, y.data_mut::<f16>(), ysh, |p, q| {
+            f16::from_f32(F::f32(p.to_f32(), q.to_f32()))
+        }),
+        DType::U8 => map2(a.data::<u8>(), ash, b.data::<u8>(), bsh, y.data_mut::<u8>(), ysh, |p, q| F::i64(p as i64, q as i64) as u8),
+        DType::I8 => map2(a.data::<i8>(), ash, b.data::<i8>(), bsh, y.data_mut::<i8>(), ysh, |p, q| F::i64(p as i64, q as i64) as i8),
+        DType::I32 => map2(a.data::<i32>(), ash, b.data::<i32>(), bsh, y.data_mut::<i32>(), ysh, |p, q| F::i64(p as i64, q as i64) as i32),
+        DType::I64 => map2(a.data::<i64>(), ash, b.data::<i64>(), bsh, y.data_mut::<i64>(), ysh, F::i64),
+        DType::Bool => map2(a.data::<bool>(), ash, b.data::<bool>(), bsh, y.data_mut::<bool>(), ysh, |p, q| F::i64(p as i64, q as i64) != 0),
+    }
+    Ok(())
+}
+
+fn infer_broadcast(call: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+    if let (Some(a), Some(b)) = (&ins[0], &ins[1]) {
+        outs[0] = Some(broadcast_shapes(call.name(), a, b)?);
+    }
+    Ok(())
+}
+
+fn infer_elemwise2(call: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+    if let (Some(a), Some(b)) = (&ins[0], &ins[1]) {
+        if a != b {
+            return Err(Error::Shape(format!(
+                "{}: lhs shape {} and rhs shape {} must be equal (use broadcast_* or the operators for broadcasting)",
+                call.name(),
+                fmt_shape(a),
+                fmt_shape(b)
+            )));
+        }
+    }
+    infer_shape_same(call, ins, outs)
+}
+
+/// Sum a (broadcast) gradient back to the shape of `like`.
+pub fn g_unbroadcast(b: B, g: Entry, like: Entry) -> Result<Entry> {
+    b.op1("_reduce_to_like", &[], &[g, like])
+}
+
+type Bgrad = fn(B, Entry, Entry, Entry, Entry) -> Result<(Option<Entry>, Option<Entry>)>;
+
+fn bg_add(_: B, _: Entry, _: Entry, _: Entry, g: Entry) -> Result<(Option<Entry>, Option<Entry>)> {
+    Ok((Some(g), Some(g)))
+}
+fn bg_sub(b: B, _: Entry, _: Entry, _: Entry, g: Entry) -> Result<(Option<Entry>, Option<Entry>)> {
+    Ok((Some(g), Some(g_un(b, "negative", g)?)))
+}
+fn bg_mul(b: B, x: Entry, y: Entry, _: Entry, g: Entry) -> Result<(Option<Entry>, Option<Entry>)> {
+    let bx = b.op1("broadcast_mul", &[], &[g, y])?;
+    let by = b.op1("broadcast_mul", &[], &[g, x])?;
+    Ok((Some(bx), Some(by)))
+}
+fn bg_div(b: B, _: Entry, y: Entry, out: Entry, g: Entry) -> Result<(Option<Entry>, Option<Entry>)> {
+    let gx = b.op1("broadcast_div", &[], &[g, y])?;
+    let t = b.op1("broadcast_mul", &[], &[gx, out])?;
+    Ok((Some(gx), Some(g_un(b, "negative", t)?)))
+}
+fn bg_power(b: B, x: Entry, y: Entry, out: Entry, g: Entry) -> Result<(Option<Entry>, Option<Entry>)> {
+    // d/dx = y * x^(y-1) = y * out / x ; d/dy = out * ln(x)
+    let t = b.op1("broadcast_mul", &[], &[out, y])?;
+    let t = b.op1("broadcast_div", &[], &[t, x])?;
+    let gx = b.op1("broadcast_mul", &[], &[g, t])?;
+    let l = g_un(b, "log", x)?;
+    let t = b.op1("broadcast_mul", &[], &[out, l])?;
+    let gy = b.op1("broadcast_mul", &[], &[g, t])?;
+    Ok((Some(gx), Some(gy)))
+}
+fn bg_max(b: B, x: Entry, y: Entry, _: Entry, g: Entry) -> Result<(Option<Entry>, Option<Entry>)> {
+    let m = b.op1("broadcast_greater_equal", &[], &[x, y])?;
+    let n = b.op1("broadcast_lesser", &[], &[x, y])?;
+    Ok((Some(b.op1("broadcast_mul", &[], &[g, m])?), Some(b.op1("broadcast_mul", &[], &[g, n])?)))
+}
+fn bg_min(b: B, x: Entry, y: Entry, _: Entry, g: Entry) -> Result<(Option<Entry>, Option<Entry>)> {
+    let m = b.op1("broadcast_lesser_equal", &[], &[x, y])?;
+    let n = b.op1("broadcast_greater", &[], &[x, y])?;
+    Ok((Some(b.op1("broadcast_mul", &[], &[g, m])?), Some(b.op1("broadcast_mul", &[], &[g, n])?)))
+}
+fn bg_mod(b: B, x: Entry, y: Entry, _: Entry, g: Entry) -> Result<(Option<Entry>, Option<Entry>)> {
+    let q = b.op1("broadcast_div", &[], &[x, y])?;
+    let q = g_un(b, "floor", q)?;
+    let t = b.op1("broadcast_mul", &[], &[g, q])?;
+    Ok((Some(g), Some(g_un(b, "negative", t)?)))
+}
+fn bg_hypot(b: B, x: Entry, y: Entry, out: Entry, g: Entry) -> Result<(Option<Entry>, Option<Entry>)> {
+    let gx = b.op1("broadcast_div", &[], &[x, out])?;
+    let gy = b.op1("broadcast_div", &[], &[y, out])?;
+    Ok((Some(b.op1("broadcast_mul", &[], &[g, gx])?), Some(b.op1("broadcast_mul", &[], &[g, gy])?)))
+}
+fn bg_none(_: B, _: Entry, _: Entry, _: Entry, _: Entry) -> Result<(Option<Entry>, Option<Entry>)> {
+    Ok((None, None))
+}
+
+/// The gradient rule of each binary function, by operator name suffix.
+fn bgrad_of(name: &str) -> Bgrad {
+    let base = name
+        .trim_start_matches("broadcast_")
+        .trim_start_matches("elemwise_")
+        .trim_start_matches('_');
+    match base {
+        "add" => bg_add,
+        "sub" => bg_sub,
+        "mul" => bg_mul,
+        "div" => bg_div,
+        "power" => bg_power,
+        "maximum" => bg_max,
+        "minimum" => bg_min,
+        "mod" => bg_mod,
+        "hypot" => bg_hypot,
+        _ => bg_none,
+    }
+}
+
+fn binary_grad(c: &OpCall, b: B, i: &[Entry], o: &[Entry], g: &[Entry]) -> Result<Vec<Option<Entry>>> {
+    let (gx, gy) = bgrad_of(c.def.name)(b, i[0], i[1], o[0], g[0])?;
+    let broadcast = c.def.name.starts_with("broadcast_");
+    let fix = |b: B, e: Option<Entry>, like: Entry| -> Result<Option<Entry>> {
+        match e {
+            Some(e) if broadcast => Ok(Some(g_unbroadcast(b, e, like)?)),
+            e => Ok(e),
+        }
+    };
+    let gx = fix(b, gx, i[0])?;
+    let gy = fix(b, gy, i[1])?;
+    Ok(vec![gx, gy])
+}
+
+macro_rules! binary_op {
+    ($NAME:ident, $name:expr, [$($alias:expr),*], $S:ident, $infer:expr, $doc:expr) => {
+        pub static $NAME: OpDef = OpDef {
+            name: $name,
+            aliases: &[$($alias),*],
+            doc: $doc,
+            inputs: &["lhs", "rhs"],
+            infer_shape: $infer,
+            cpu: Some(binary_kernel::<$S>),
+            grad: Some(binary_grad),
+            ..OpDef::BASE
+        };
+    };
+}
+
+binary_op!(E_ADD, "elemwise_add", ["_add", "_plus", "_Plus"], Add, infer_elemwise2, "lhs + rhs (same shapes).");
+binary_op!(E_SUB, "elemwise_sub", ["_sub", "_minus", "_Minus"], Sub, infer_elemwise2, "lhs - rhs (same shapes).");
+binary_op!(E_MUL, "elemwise_mul", ["_mul", "_Mul"], Mul, infer_elemwise2, "lhs * rhs (same shapes).");
+binary_op!(E_DIV, "elemwise_div", ["_div", "_Div"], Div, infer_elemwise2, "lhs / rhs (same shapes).");
+binary_op!(E_MOD, "_mod", ["_Mod"], Mod, infer_elemwise2, "lhs % rhs (same shapes), sign of rhs as in Python.");
+binary_op!(E_POW, "_power", ["_Power"], Power, infer_elemwise2, "lhs ** rhs (same shapes).");
+binary_op!(E_MAX, "_maximum", ["_Maximum"], Maximum, infer_elemwise2, "max(lhs, rhs) (same shapes).");
+binary_op!(E_MIN, "_minimum", ["_Minimum"], Minimum, infer_elemwise2, "min(lhs, rhs) (same shapes).");
+binary_op!(E_HYPOT, "_hypot", [], Hypot, infer_elemwise2, "sqrt(lhs**2 + rhs**2) (same shapes).");
+binary_op!(E_EQ, "_equal", [], Equal, infer_elemwise2, "1 where lhs == rhs else 0.");
+binary_op!(E_NE, "_not_equal", [], NotEqual, infer_elemwise2, "1 where lhs != rhs else 0.");
+binary_op!(E_GT, "_greater", [], Greater, infer_elemwise2, "1 where lhs > rhs else 0.");
+binary_op!(E_GE, "_greater_equal", [], GreaterEqual, infer_elemwise2, "1 where lhs >= rhs else 0.");
+binary_op!(E_LT, "_lesser", [], Lesser, infer_elemwise2, "1 where lhs < rhs else 0.");
+binary_op!(E_LE, "_lesser_equal", [], LesserEqual, infer_elemwise2, "1 where lhs <= rhs else 0.");
+binary_op!(E_AND, "_logical_and", [], LogicalAnd, infer_elemwise2, "Logical and, as 0/1.");
+binary_op!(E_OR, "_logical_or", [], LogicalOr, infer_elemwise2, "Logical or, as 0/1.");
+binary_op!(E_XOR, "_logical_xor", [], LogicalXor, infer_elemwise2, "Logical xor, as 0/1.");
+
+binary_op!(B_ADD, "broadcast_add", ["broadcast_plus"], Add, infer_broadcast, "lhs + rhs with broadcasting.");
+binary_op!(B_SUB, "broadcast_sub", ["broadcast_minus"], Sub, infer_broadcast, "lhs - rhs with broadcasting.");
+binary_op!(B_MUL, "broadcast_mul", [], Mul, infer_broadcast, "lhs * rhs with broadcasting.");
+binary_op!(B_DIV, "broadcast_div", [], Div, infer_broadcast, "lhs / rhs with broadcasting.");
+binary_op!(B_MOD, "broadcast_mod", [], Mod, infer_broadcast, "lhs % rhs with broadcasting.");
+binary_op!(B_POW, "broadcast_power", [], Power, infer_broadcast, "lhs ** rhs with broadcasting.");
+binary_op!(B_MAX, "broadcast_maximum", [], Maximum, infer_broadcast, "max(lhs, rhs) with broadcasting.");
+binary_op!(B_MIN, "broadcast_minimum", [], Minimum, infer_broadcast, "min(lhs, rhs) with broadcasting.");
+binary_op!(B_HYPOT, "broadcast_hypot", [], Hypot, infer_broadcast, "hypot with broadcasting.");
+binary_op!(B_EQ, "broadcast_equal", [], Equal, infer_broadcast, "lhs == rhs as 0/1, broadcasting.");
+binary_op!(B_NE, "broadcast_not_equal", [], NotEqual, infer_broadcast, "lhs != rhs as 0/1, broadcasting.");
+binary_op!(B_GT, "broadcast_greater", [], Greater, infer_broadcast, "lhs > rhs as 0/1, broadcasting.");
+binary_op!(B_GE, "broadcast_greater_equal", [], GreaterEqual, infer_broadcast, "lhs >= rhs as 0/1, broadcasting.");
+binary_op!(B_LT, "broadcast_lesser", [], Lesser, infer_broadcast, "lhs < rhs as 0/1, broadcasting.");
+binary_op!(B_LE, "broadcast_lesser_equal", [], LesserEqual, infer_broadcast, "lhs <= rhs as 0/1, broadcasting.");
+binary_op!(B_AND, "broadcast_logical_and", [], LogicalAnd, infer_broadcast, "Logical and as 0/1, broadcasting.");
+binary_op!(B_OR, "broadcast_logical_or", [], LogicalOr, infer_broadcast, "Logical or as 0/1, broadcasting.");
+binary_op!(B_XOR, "broadcast_logical_xor", [], LogicalXor, infer_broadcast, "Logical xor as 0/1, broadcasting.");
+
+// ---------------------------------------------------------------------------
+// Binary with a scalar
+// ---------------------------------------------------------------------------
+
+pub struct ScalarParam {
+    pub scalar: f64,
+}
+
+fn parse_scalar(a: &Attrs) -> Result<Params> {
+    Ok(Box::new(ScalarParam { scalar: a.p("scalar").f64("scalar", 0.0)? }))
+}
+
+fn scalar_kernel<F: BinaryFn, const REV: bool>(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> {
+    let s = c.p::<ScalarParam>().scalar;
+    let (x, y) = (&i[0], &o[0]);
+    macro_rules! go {
+        ($T:ty, $f:expr, $sv:expr) => {{
+            let sv = $sv;
+            if REV {
+                map1(x.data::<$T>(), y.data_mut::<$T>(), |v| $f(sv, v))
+            } else {
+                map1(x.data::<$T>(), y.data_mut::<$T>(), |v| $f(v, sv))
+            }
+        }};
+    }
+    match x.dtype {
+        DType::F32 => go!(f32, F::f32, s as f32),
+        DType::F64 => go!(f64, F::f64, s),
+        DType::F16 => {
+            let sv = s as f32;
+            if REV {
+                map1(x.data::<f16>(), y.data_mut::<f16>(), |v| f16::from_f32(F::f32(sv, v.to_f32())))
+            } else {
+                map1(x.data::<f16>(), y.data_mut::<f16>(), |v| f16::from_f32(F::f32(v.to_f32(), sv)))
+            }
+        }
+        DType::U8 => go!(u8, |p: u8, q: u8| F::i64(p as i64, q as i64) as u8, s as u8),
+        DType::I8 => go!(i8, |p: i8, q: i8| F::i64(p as i64, q as i64) as i8, s as i8),
+        DType::I32 => go!(i32, |p: i32, q: i32| F::i64(p as i64, q as i64) as i32, s as i32),
+        DType::I64 => go!(i64, F::i64, s as i64),
+        DType::Bool => go!(bool, |p: bool, q: bool| F::i64(p as i64, q as i64) != 0, s != 0.0),
+    }
+    Ok(())
+}
+
+fn sg(c: &OpCall) -> f64 {
+    c.p::<ScalarParam>().scalar
+}
+
+macro_rules! scalar_op {
+    ($NAME:ident, $name:expr, [$($alias:expr),*], $S:ident, $rev:expr, $doc:expr, $grad:expr) => {
+        pub static $NAME: OpDef = OpDef {
+            name: $name,
+            aliases: &[$($alias),*],
+            doc: $doc,
+            parse: parse_scalar,
+            cpu: Some(scalar_kernel::<$S, $rev>),
+            grad: $grad,
+            ..OpDef::BASE
+        };
+    };
+}
+
+scalar_op!(S_PLUS, "_plus_scalar", ["_PlusScalar"], Add, false, "data + scalar.",
+    Some(|_, _, _, _, g| Ok(vec![Some(g[0])])));
+scalar_op!(S_MINUS, "_minus_scalar", ["_MinusScalar"], Sub, false, "data - scalar.",
+    Some(|_, _, _, _, g| Ok(vec![Some(g[0])])));
+scalar_op!(S_RMINUS, "_rminus_scalar", ["_RMinusScalar"], Sub, true, "scalar - data.",
+    Some(|_, b, _, _, g| Ok(vec![Some(g_un(b, "negative", g[0])?)])));
+scalar_op!(S_MUL, "_mul_scalar", ["_MulScalar"], Mul, false, "data * scalar.",
+    Some(|c, b, _, _, g| Ok(vec![Some(g_sc(b, "_mul_scalar", g[0], sg(c))?)])));
+scalar_op!(S_DIV, "_div_scalar", ["_DivScalar"], Div, false, "data / scalar.",
+    Some(|c, b, _, _, g| Ok(vec![Some(g_sc(b, "_div_scalar", g[0], sg(c))?)])));
+scalar_op!(S_RDIV, "_rdiv_scalar", ["_RDivScalar"], Div, true, "scalar / data.",
+    Some(|_, b, x, y, g| { let t = g_div(b, y[0], x[0])?; let t = g_un(b, "negative", t)?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
+scalar_op!(S_MOD, "_mod_scalar", ["_ModScalar"], Mod, false, "data % scalar.",
+    Some(|_, _, _, _, g| Ok(vec![Some(g[0])])));
+scalar_op!(S_RMOD, "_rmod_scalar", ["_RModScalar"], Mod, true, "scalar % data.",
+    Some(|c, b, x, _, g| { let t = g_sc(b, "_rdiv_scalar", x[0], sg(c))?; let t = g_un(b, "floor", t)?; let t = g_un(b, "negative", t)?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
+scalar_op!(S_POW, "_power_scalar", ["_PowerScalar"], Power, false, "data ** scalar.",
+    Some(|c, b, x, _, g| { let s = sg(c); let t = g_sc(b, "_power_scalar", x[0], s - 1.0)?; let t = g_sc(b, "_mul_scalar", t, s)?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
+scalar_op!(S_RPOW, "_rpower_scalar", ["_RPowerScalar"], Power, true, "scalar ** data.",
+    Some(|c, b, _, y, g| { let t = g_sc(b, "_mul_scalar", y[0], sg(c).ln())?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
+scalar_op!(S_MAX, "_maximum_scalar", ["_MaximumScalar"], Maximum, false, "max(data, scalar).",
+    Some(|c, b, x, _, g| { let m = g_sc(b, "_greater_equal_scalar", x[0], sg(c))?; Ok(vec![Some(g_mul(b, g[0], m)?)]) }));
+scalar_op!(S_MIN, "_minimum_scalar", ["_MinimumScalar"], Minimum, false, "min(data, scalar).",
+    Some(|c, b, x, _, g| { let m = g_sc(b, "_lesser_equal_scalar", x[0], sg(c))?; Ok(vec![Some(g_mul(b, g[0], m)?)]) }));
+scalar_op!(S_HYPOT, "_hypot_scalar", [], Hypot, false, "hypot(data, scalar).",
+    Some(|_, b, x, y, g| { let t = g_div(b, x[0], y[0])?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
+scalar_op!(S_EQ, "_equal_scalar", ["_EqualScalar"], Equal, false, "1 where data == scalar.", ZERO_GRAD);
+scalar_op!(S_NE, "_not_equal_scalar", ["_NotEqualScalar"], NotEqual, false, "1 where data != scalar.", ZERO_GRAD);
+scalar_op!(S_GT, "_greater_scalar", ["_GreaterScalar"], Greater, false, "1 where data > scalar.", ZERO_GRAD);
+scalar_op!(S_GE, "_greater_equal_scalar", ["_GreaterEqualScalar"], GreaterEqual, false, "1 where data >= scalar.", ZERO_GRAD);
+scalar_op!(S_LT, "_lesser_scalar", ["_LesserScalar"], Lesser, false, "1 where data < scalar.", ZERO_GRAD);
+scalar_op!(S_LE, "_lesser_equal_scalar", ["_LesserEqualScalar"], LesserEqual, false, "1 where data <= scalar.", ZERO_GRAD);
+scalar_op!(S_AND, "_logical_and_scalar", [], LogicalAnd, false, "Logical and with a scalar.", ZERO_GRAD);
+scalar_op!(S_OR, "_logical_or_scalar", [], LogicalOr, false, "Logical or with a scalar.", ZERO_GRAD);
+scalar_op!(S_XOR, "_logical_xor_scalar", [], LogicalXor, false, "Logical xor with a scalar.", ZERO_GRAD);
+
+// ---------------------------------------------------------------------------
+// clip, where, add_n, cast, broadcast_to/like/axis, _reduce_to_like
+// ---------------------------------------------------------------------------
+
+pub struct ClipParam {
+    a_min: f64,
+    a_max: f64,
+}
+
+fn clip_kernel(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> {
+    let p = c.p::<ClipParam>();
+    let (x, y) = (&i[0], &o[0]);
+    match x.dtype {
+        DType::F32 => {
+            let (lo, hi) = (p.a_min as f32, p.a_max as f32);
+            map1(x.data::<f32>(), y.data_mut::<f32>(), |v| v.max(lo).min(hi))
+        }
+        d => dispatch_dtype!(d, T => {
+            map1(x.data::<T>(), y.data_mut::<T>(), |v| T::from_f64(v.to_f64().max(p.a_min).min(p.a_max)))
+        }),
+    }
+    Ok(())
+}
+
+pub static CLIP: OpDef = OpDef {
+    name: "clip",
+    doc: "Clip values to [a_min, a_max].",
+    parse: |a| {
+        let p = a.p("clip");
+        let (a_min, a_max) = (p.f64_req("a_min")?, p.f64_req("a_max")?);
+        if a_min > a_max {
+            return Err(Error::Param(format!("clip: a_min ({a_min}) must not exceed a_max ({a_max})")));
+        }
+        Ok(Box::new(ClipParam { a_min, a_max }))
+    },
+    cpu: Some(clip_kernel),
+    grad: Some(|c, b, x, _, g| {
+        let p = c.p::<ClipParam>();
+        let m1 = g_sc(b, "_greater_equal_scalar", x[0], p.a_min)?;
+        let m2 = g_sc(b, "_lesser_equal_scalar", x[0], p.a_max)?;
+        let m = g_mul(b, m1, m2)?;
+        Ok(vec![Some(g_mul(b, g[0], m)?)])
+    }),
+    ..OpDef::BASE
+};
+
+fn where_kernel(_: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> {
+    let (c, x, y, out) = (&i[0], &i[1], &i[2], &o[0]);
+    let n = out.size();
+    let row = if c.size() == n { 1 } else { n / c.size().max(1) };
+    dispatch_dtype!(c.dtype, C => {
+        let cv = c.data::<C>();
+        dispatch_dtype!(x.dtype, T => {
+            let (xv, yv, ov) = (x.data::<T>(), y.data::<T>(), out.data_mut::<T>());
+            for k in 0..n {
+                ov[k] = if cv[k / row].to_f64() != 0.0 { xv[k] } else { yv[k] };
+            }
+        })
+    });
+    Ok(())
+}
+
+pub static WHERE: OpDef = OpDef {
+    name: "where",
+    doc: "Elements of x where condition is non-zero, else of y. condition has the shape of x, or is 1-D with x's first dimension.",
+    inputs: &["condition", "x", "y"],
+    infer_shape: |c, ins, outs| {
+        let mut xy = [ins[1].clone(), ins[2].clone()];
+        infer_shape_same(c, &mut xy, outs)?;
+        ins[1] = xy[0].clone();
+        ins[2] = xy[1].clone();
+        if let (Some(cs), Some(xs)) = (&ins[0], &ins[1]) {
+            let ok = cs == xs || (cs.len() == 1 && !xs.is_empty() && cs[0] == xs[0]);
+            if !ok {
+                return Err(Error::Shape(format!(
+                    "where: condition shape {} must equal x shape {} or be 1-D of length x.shape[0]",
+                    fmt_shape(cs),
+                    fmt_shape(xs)
+                )));
+            }
+        }
+        Ok(())
+    },
+    infer_type: |c, ins, outs| {
+        let mut xy = [ins[1], ins[2]];
+        infer_type_same(c, &mut xy, outs)?;
+        ins[1] = xy[0];
+        ins[2] = xy[1];
+        Ok(())
+    },
+    cpu: Some(where_kernel),
+    grad: Some(|_, b, i, _, g| {
+        let z = g_un(b, "zeros_like", g[0])?;
+        let gx = b.op1("where", &[], &[i[0], g[0], z])?;
+        let gy = b.op1("where", &[], &[i[0], z, g[0]])?;
+        Ok(vec![None, Some(gx), Some(gy)])
+    }),
+    ..OpDef::BASE
+};
+
+fn add_n_kernel(_: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> {
+    let out = &o[0];
+    dispatch_dtype!(out.dtype, T => {
+        let ov = out.data_mut::<T>();
+        match out.dtype {
+            DType::F32 => {
+                let ov = out.data_mut::<f32>();
+                ov.copy_from_slice(i[0].data::<f32>());
+                for x in &i[1..] {
+                    for (a, b) in ov.iter_mut().zip(x.data::<f32>()) {
+                        *a += *b;
+                    }
+                }
+            }
+            _ => {
+                for k in 0..ov.len() {
+                    let mut s = 0f64;
+                    for x in i {
+                        s += x.data::<T>()[k].to_f64();
+                    }
+                    ov[k] = T::from_f64(s);
+                }
+            }
+        }
+    });
+    Ok(())
+}
+
+pub static ADD_N: OpDef = OpDef {
+    name: "add_n",
+    aliases: &["ElementWiseSum", "_sum_n"],
+    doc: "Sum of all input arrays (same shapes).",
+    inputs: &["arg"],
+    num_inputs: Some(|c| *c.p::<usize>()),
+    parse: |a| Ok(Box::new(a.p("add_n").usize("num_args", 1)?)),
+    cpu: Some(add_n_kernel),
+    grad: Some(|_, _, i, _, g| Ok(vec![Some(g[0]); i.len()])),
+    ..OpDef::BASE
+};
+
+pub static CAST: OpDef = OpDef {
+    name: "Cast",
+    aliases: &["cast"],
+    doc: "Cast to `dtype`.",
+    parse: |a| Ok(Box::new(a.p("Cast").dtype("dtype", DType::F32)?)),
+    infer_type: |c, ins, outs| {
+        outs[0] = Some(*c.p::<DType>());
+        let _ = ins;
+        Ok(())
+    },
+    cpu: Some(|_, i, o, _| {
+        cast_blob(&i[0], &o[0]);
+        Ok(())
+    }),
+    grad: Some(|_, b, x, _, g| Ok(vec![Some(b.op1("_cast_like", &[], &[g[0], x[0]])?)])),
+    ..OpDef::BASE
+};
+
+/// Cast `data` to the dtype of `like` (used by Cast's gradient).
+pub static CAST_LIKE: OpDef = OpDef {
+    name: "_cast_like",
+    doc: "Cast data to the dtype of like.",
+    inputs: &["data", "like"],
+    infer_shape: |_, ins, outs| {
+        outs[0] = ins[0].clone();
+        Ok(())
+    },
+    infer_type: |_, ins, outs| {
+        outs[0] = ins[1];
+        Ok(())
+    },
+    cpu: Some(|_, i, o, _| {
+        cast_blob(&i[0], &o[0]);
+        Ok(())
+    }),
+    grad: Some(|_, b, x, _, g| Ok(vec![Some(b.op1("_cast_like", &[], &[g[0], x[0]])?), None])),
+    ..OpDef::BASE
+};
+
+fn bcast_copy(i: &Blob, o: &Blob) {
+    dispatch_dtype!(i.dtype, T => {
+        let z = [T::default()];
+        map2(i.data::<T>(), &i.shape, &z, &[1], o.data_mut::<T>(), &o.shape, |x, _| x)
+    });
+}
+
+fn check_bcast(op: &str, from: &[usize], to: &[usize]) -> Result<()> {
+    let ok = from.len() <= to.len()
+        && from.iter().rev().zip(to.iter().rev()).all(|(f, t)| f == t || *f == 1);
+    if !ok {
+        return Err(Error::Shape(format!(
+            "{op}: cannot broadcast shape {} to {}",
+            fmt_shape(from),
+            fmt_shape(to)
+        )));
+    }
+    Ok(())
+}
+
+pub static BROADCAST_TO: OpDef = OpDef {
+    name: "broadcast_to",
+    doc: "Broadcast to `shape` (0 keeps the input's size on that axis).",
+    parse: |a| Ok(Box::new(a.p("broadcast_to").ints("shape")?.unwrap_or_default())),
+    infer_shape: |c, ins, outs| {
+        let tgt = c.p::<Vec<i64>>();
+        if let Some(s) = &ins[0] {
+            if tgt.len() < s.len() {
+                return Err(Error::Shape(format!(
+                    "broadcast_to: target shape {:?} has fewer dimensions than input {}",
+                    tgt,
+                    fmt_shape(s)
+                )));
+            }
+            let off = tgt.len() - s.len();
+            let out: Shape = tgt
+                .iter()
+                .enumerate()
+                .map(|(k, &d)| if d == 0 && k >= off { s[k - off] } else { d.max(0) as usize })
+                .collect();
+            check_bcast("broadcast_to", s, &out)?;
+            outs[0] = Some(out);
+        }
+        Ok(())
+    },
+    cpu: Some(|_, i, o, _| {
+        bcast_copy(&i[0], &o[0]);
+        Ok(())
+    }),
+    grad: Some(|_, b, x, _, g| Ok(vec![Some(g_unbroadcast(b, g[0], x[0])?)])),
+    ..OpDef::BASE
+};
+
+pub static BROADCAST_LIKE: OpDef = OpDef {
+    name: "broadcast_like",
+    doc: "Broadcast lhs to the shape of rhs.",
+    inputs: &["lhs", "rhs"],
+    parse: |a| {
+        let p = a.p("broadcast_like");
+        if p.has("lhs_axes") || p.has("rhs_axes") {
+            return Err(Error::Param("broadcast_like: lhs_axes/rhs_axes are not supported yet".into()));
+        }
+        Ok(Box::new(()))
+    },
+    infer_shape: |_, ins, outs| {
+        if let (Some(a), Some(b)) = (&ins[0], &ins[1]) {
+            check_bcast("broadcast_like", a, b)?;
+            outs[0] = Some(b.clone());
+        }
+        Ok(())
+    },
+    infer_type: |_, ins, outs| {
+        outs[0] = ins[0];
+        Ok(())
+    },
+    cpu: Some(|_, i, o, _| {
+        bcast_copy(&i[0], &o[0]);
+        Ok(())
+    }),
+    grad: Some(|_, b, x, _, g| Ok(vec![Some(g_unbroadcast(b, g[0], x[0])?), None])),
+    ..OpDef::BASE
+};
+
+pub struct BAxisParam {
+    axis: Vec<i64>,
+    size: Vec<i64>,
+}
+
+pub static BROADCAST_AXIS: OpDef = OpDef {
+    name: "broadcast_axis",
+    aliases: &["broadcast_axes"],
+    doc: "Broadcast size-1 axes `axis` to sizes `size`.",
+    parse: |a| {
+        let p = a.p("broadcast_axis");
+        let axis = p.ints_or("axis", &[])?;
+        let size = p.ints_or("size", &[])?;
+        if axis.len() != size.len() {
+            return Err(Error::Param(format!(
+                "broadcast_axis: axis {:?} and size {:?} must have the same length",
+                axis, size
+            )));
+        }
+        Ok(Box::new(BAxisParam { axis, size }))
+    },
+    infer_shape: |c, ins, outs| {
+        let p = c.p::<BAxisParam>();
+        if let Some(s) = &ins[0] {
+            let mut out = s.clone();
+            for (&a, &n) in p.axis.iter().zip(&p.size) {
+                let ax = crate::base::shape::norm_axis("broadcast_axis", a, s.len())?;
+                if s[ax] != 1 {
+                    return Err(Error::Shape(format!(
+                        "broadcast_axis: axis {ax} of shape {} has size {}, must be 1",
+                        fmt_shape(s),
+                        s[ax]
+                    )));
+                }
+                out[ax] = n as usize;
+            }
+            outs[0] = Some(out);
+        }
+        Ok(())
+    },
+    cpu: Some(|_, i, o, _| {
+        bcast_copy(&i[0], &o[0]);
+        Ok(())
+    }),
+    grad: Some(|_, b, x, _, g| Ok(vec![Some(g_unbroadcast(b, g[0], x[0])?)])),
+    ..OpDef::BASE
+};
+
+pub static REDUCE_TO_LIKE: OpDef = OpDef {
+    name: "_reduce_to_like",
+    doc: "Sum data over its broadcast axes down to the shape of like (gradient of broadcasting).",
+    inputs: &["data", "like"],
+    infer_shape: |_, ins, outs| {
+        outs[0] = ins[1].clone();
+        Ok(())
+    },
+    infer_type: |_, ins, outs| {
+        outs[0] = ins[0];
+        Ok(())
+    },
+    cpu: Some(|_, i, o, _| {
+        let (src, dst) = (&i[0], &o[0]);
+        if src.shape == dst.shape {
+            dst.bytes_mut().copy_from_slice(src.bytes());
+            return Ok(());
+        }
+        dispatch_dtype!(src.dtype, T => reduce_to(src.data::<T>(), &src.shape, dst.data_mut::<T>(), &dst.shape));
+        Ok(())
+    }),
+    grad: Some(|_, b, x, _, g| Ok(vec![Some(b.op1("broadcast_like", &[], &[g[0], x[0]])?), None])),
+    ..OpDef::BASE
+};
+
+pub static ZEROS_LIKE: OpDef = OpDef {
+    name: "zeros_like",
+    doc: "Zeros with the shape and dtype of data.",
+    cpu: Some(|_, _, o, _| {
+        o[0].bytes_mut().fill(0);
+        Ok(())
+    }),
+    grad: ZERO_GRAD,
+    ..OpDef::BASE
+};
+
+pub static ONES_LIKE: OpDef = OpDef {
+    name: "ones_like",
+    doc: "Ones with the shape and dtype of data.",
+    cpu: Some(|_, _, o, _| {
+        dispatch_dtype!(o[0].dtype, T => {
+            o[0].data_mut::<T>().fill(T::from_f64(1.0))
+        });
+        Ok(())
+    }),
+    grad: ZERO_GRAD,
+    ..OpDef::BASE
+};
+
+pub static OPS: &[&OpDef] = &[
+    &ABS, &NEGATIVE, &EXP, &LOG, &LOG2, &LOG10, &LOG1P, &EXPM1, &SQRT, &RSQRT, &CBRT, &RCBRT,
+    &SQUARE, &RECIPROCAL, &SIN, &COS, &TAN, &ARCSIN, &ARCCOS, &ARCTAN, &SINH, &COSH, &TANH,
+    &ARCSINH, &ARCCOSH, &ARCTANH, &SIGMOID, &RELU, &SOFTSIGN, &DEGREES, &RADIANS, &ERF, &SIGN,
+    &FLOOR, &CEIL, &ROUND, &RINT, &FIX, &TRUNC, &LOGICAL_NOT, &COPY, &BLOCK_GRAD,
+    &E_ADD, &E_SUB, &E_MUL, &E_DIV, &E_MOD, &E_POW, &E_MAX, &E_MIN, &E_HYPOT, &E_EQ, &E_NE,
+    &E_GT, &E_GE, &E_LT, &E_LE, &E_AND, &E_OR, &E_XOR,
+    &B_ADD, &B_SUB, &B_MUL, &B_DIV, &B_MOD, &B_POW, &B_MAX, &B_MIN, &B_HYPOT, &B_EQ, &B_NE,
+    &B_GT, &B_GE, &B_LT, &B_LE, &B_AND, &B_OR, &B_XOR,
+    &S_PLUS, &S_MINUS, &S_RMINUS, &S_MUL, &S_DIV, &S_RDIV, &S_MOD, &S_RMOD, &S_POW, &S_RPOW,
+    &S_MAX, &S_MIN, &S_HYPOT, &S_EQ, &S_NE, &S_GT, &S_GE, &S_LT, &S_LE, &S_AND, &S_OR, &S_XOR,
+    &CLIP, &WHERE, &ADD_N, &CAST, &CAST_LIKE, &BROADCAST_TO, &BROADCAST_LIKE, &BROADCAST_AXIS,
+    &REDUCE_TO_LIKE, &ZEROS_LIKE, &ONES_LIKE,
+];
+

@@ -1,0 +1,151 @@
+//! Loops shared by operator families: parallel maps, broadcasting, casts.
+use crate::base::dtype::Elem;
+use crate::base::shape::strides;
+use crate::ndarray::Blob;
+use rayon::prelude::*;
+
+/// Elements per parallel task; below this a loop runs on one thread.
+pub const PAR_GRAIN: usize = 1 << 15;
+
+/// y[i] = f(x[i]).
+#[inline]
+pub fn map1<A: Copy + Sync, B: Copy + Send>(x: &[A], y: &mut [B], f: impl Fn(A) -> B + Sync) {
+    if y.len() >= 2 * PAR_GRAIN {
+        y.par_chunks_mut(PAR_GRAIN).enumerate().for_each(|(c, yc)| {
+            let xc = &x[c * PAR_GRAIN..c * PAR_GRAIN + yc.len()];
+            for (o, &i) in yc.iter_mut().zip(xc) {
+                *o = f(i);
+            }
+        });
+    } else {
+        for (o, &i) in y.iter_mut().zip(x) {
+            *o = f(i);
+        }
+    }
+}
+
+/// out[i] = f(a[i], b[i]) with NumPy broadcasting between `ash` and `bsh`.
+pub fn map2<T: Copy + Send + Sync>(
+    a: &[T],
+    ash: &[usize],
+    b: &[T],
+    bsh: &[usize],
+    out: &mut [T],
+    osh: &[usize],
+    f: impl Fn(T, T) -> T + Sync,
+) {
+    let n = out.len();
+    if n == 0 {
+        return;
+    }
+    if a.len() == n && b.len() == n {
+        if n >= 2 * PAR_GRAIN {
+            out.par_chunks_mut(PAR_GRAIN).enumerate().for_each(|(c, oc)| {
+                let s = c * PAR_GRAIN;
+                let (ac, bc) = (&a[s..s + oc.len()], &b[s..s + oc.len()]);
+                for i in 0..oc.len() {
+                    oc[i] = f(ac[i], bc[i]);
+                }
+            });
+        } else {
+            for i in 0..n {
+                out[i] = f(a[i], b[i]);
+            }
+        }
+        return;
+    }
+    if b.len() == 1 && a.len() == n {
+        let bv = b[0];
+        map1(a, out, |x| f(x, bv));
+        return;
+    }
+    if a.len() == 1 && b.len() == n {
+        let av = a[0];
+        map1(b, out, |x| f(av, x));
+        return;
+    }
+    // General case: walk the output row by row (last axis innermost).
+    let nd = osh.len();
+    let pad = |s: &[usize]| -> Vec<usize> {
+        let mut v = vec![1; nd - s.len()];
+        v.extend_from_slice(s);
+        v
+    };
+    let (ap, bp) = (pad(ash), pad(bsh));
+    let (ast, bst) = (strides(&ap), strides(&bp));
+    let ast: Vec<usize> = (0..nd).map(|i| if ap[i] == 1 { 0 } else { ast[i] }).collect();
+    let bst: Vec<usize> = (0..nd).map(|i| if bp[i] == 1 { 0 } else { bst[i] }).collect();
+    let inner = osh[nd - 1];
+    let (sa, sb) = (ast[nd - 1], bst[nd - 1]);
+    let rows = n / inner.max(1);
+    let row_fn = |r: usize, orow: &mut [T]| {
+        let (mut ao, mut bo, mut rem) = (0usize, 0usize, r);
+        for d in (0..nd - 1).rev() {
+            let i = rem % osh[d];
+            rem /= osh[d];
+            ao += i * ast[d];
+            bo += i * bst[d];
+        }
+        for (j, o) in orow.iter_mut().enumerate() {
+            *o = f(a[ao + j * sa], b[bo + j * sb]);
+        }
+    };
+    if n >= 2 * PAR_GRAIN && rows > 1 {
+        out.par_chunks_mut(inner).enumerate().for_each(|(r, orow)| row_fn(r, orow));
+    } else {
+        for (r, orow) in out.chunks_mut(inner).enumerate() {
+            row_fn(r, orow);
+        }
+    }
+}
+
+/// Convert between any two dtypes (as NumPy's astype does for finite values).
+pub fn cast_blob(src: &Blob, dst: &Blob) {
+    fn go<S: Elem, D: Elem>(s: &[S], d: &mut [D]) {
+        map1(s, d, |v| D::from_f64(v.to_f64()));
+    }
+    if src.dtype == dst.dtype {
+        dst.bytes_mut().copy_from_slice(src.bytes());
+        return;
+    }
+    match (src.dtype, dst.dtype) {
+        (crate::DType::F32, crate::DType::F16) => {
+            map1(src.data::<f32>(), dst.data_mut::<half::f16>(), half::f16::from_f32)
+        }
+        (crate::DType::F16, crate::DType::F32) => {
+            map1(src.data::<half::f16>(), dst.data_mut::<f32>(), half::f16::to_f32)
+        }
+        _ => crate::dispatch_dtype!(src.dtype, S => crate::dispatch_dtype!(dst.dtype, D => go::<S, D>(src.data::<S>(), dst.data_mut::<D>()))),
+    }
+}
+
+/// Sum `src` (of shape `ssh`) down to `dst` (of shape `dsh`, broadcastable
+/// to `ssh`): the gradient of a broadcast.
+pub fn reduce_to<T: Elem>(src: &[T], ssh: &[usize], dst: &mut [T], dsh: &[usize]) {
+    let nd = ssh.len();
+    let mut dp = vec![1; nd - dsh.len()];
+    dp.extend_from_slice(dsh);
+    let dst_st = strides(&dp);
+    let dst_st: Vec<usize> = (0..nd).map(|i| if dp[i] == 1 { 0 } else { dst_st[i] }).collect();
+    let mut acc = vec![0f64; dst.len()];
+    let mut idx = vec![0usize; nd];
+    let mut off = 0usize;
+    for &v in src.iter() {
+        acc[off] += v.to_f64();
+        // odometer increment
+        let mut d = nd;
+        while d > 0 {
+            d -= 1;
+            idx[d] += 1;
+            off += dst_st[d];
+            if idx[d] < ssh[d] {
+                break;
+            }
+            off -= dst_st[d] * idx[d];
+            idx[d] = 0;
+        }
+    }
+    for (o, a) in dst.iter_mut().zip(acc) {
+        *o = T::from_f64(a);
+    }
+}

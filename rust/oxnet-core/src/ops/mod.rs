@@ -1,0 +1,9 @@
+//! Operators: the registry and one file per family.
+pub mod attrs;
+pub mod registry;
+pub mod kernels;
+pub mod elemwise;
+pub mod init;
+
+pub use attrs::Attrs;
+pub use registry::{call, invoke, lookup, OpCall, OpDef};
