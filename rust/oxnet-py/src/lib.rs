@@ -1,1 +1,20 @@
+//! Thin PyO3 bindings for oxnet-core: one file per Python-facing area; no
+//! logic beyond argument conversion lives here. Every wait and every heavy
+//! call releases the GIL.
+use pyo3::prelude::*;
 
+mod errors;
+mod ndarray;
+mod ops;
+mod runtime;
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    runtime::install_panic_hook();
+    m.add_class::<ndarray::NDArray>()?;
+    errors::register(m)?;
+    ndarray::register(m)?;
+    ops::register(m)?;
+    runtime::register(m)?;
+    Ok(())
+}

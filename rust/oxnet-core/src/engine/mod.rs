@@ -100,29 +100,33 @@ impl Shared {
     }
 
     fn op_started(&self) {
-        self.pending.fetch_add(1, Ordering::AcqRel);
+        self.pending.fetch_add(1, Ordering::SeqCst);
     }
 
     fn op_finished(&self) {
-        if self.pending.fetch_sub(1, Ordering::AcqRel) == 1
-            && self.waiters.load(Ordering::Acquire) > 0
-        {
+        self.pending.fetch_sub(1, Ordering::SeqCst);
+        if self.waiters.load(Ordering::SeqCst) > 0 {
             let _g = self.lock.lock();
             self.cv.notify_all();
         }
     }
 
     fn wait_idle(&self) {
-        if self.pending.load(Ordering::Acquire) == 0 {
+        self.wait_below(0);
+    }
+
+    /// Block until at most `n` operations are pending.
+    fn wait_below(&self, n: usize) {
+        if self.pending.load(Ordering::SeqCst) <= n {
             return;
         }
-        self.waiters.fetch_add(1, Ordering::AcqRel);
+        self.waiters.fetch_add(1, Ordering::SeqCst);
         let mut g = self.lock.lock();
-        while self.pending.load(Ordering::Acquire) != 0 {
+        while self.pending.load(Ordering::SeqCst) > n {
             self.cv.wait(&mut g);
         }
         drop(g);
-        self.waiters.fetch_sub(1, Ordering::AcqRel);
+        self.waiters.fetch_sub(1, Ordering::SeqCst);
     }
 
     fn record_error(&self, e: &Error, vars: &[Var]) {
@@ -361,6 +365,52 @@ pub fn wait_for_all() -> Result<()> {
 
 pub fn engine_kind() -> &'static str {
     engine().kind()
+}
+
+/// Back-pressure: when more than this many operations are pending, callers
+/// of `throttle` wait (without the GIL) until half of them have run, so a
+/// loop that never waits cannot queue unbounded work and memory.
+fn max_pending() -> usize {
+    static M: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *M.get_or_init(|| {
+        std::env::var("OXNET_ENGINE_MAX_PENDING")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1024)
+    })
+}
+
+/// True when the caller should `throttle` before pushing more work.
+#[inline]
+pub fn over_limit() -> bool {
+    match e_as_threaded(engine()) {
+        Some(t) => t.shared.pending.load(Ordering::Relaxed) > max_pending(),
+        None => false,
+    }
+}
+
+/// Wait until the pending count drops to half the limit (never from a worker).
+pub fn throttle() {
+    if in_worker() {
+        return;
+    }
+    if let Some(t) = e_as_threaded(engine()) {
+        t.shared.wait_below(max_pending() / 2);
+    }
+}
+
+static BULK_SIZE: AtomicUsize = AtomicUsize::new(0);
+
+/// Bulk execution: while the bulk size is above 1, an operation whose inputs
+/// are ready when it is pushed runs on the pushing thread whatever its size
+/// (no hand-off to a worker), as MXNet's bulked segments do. Returns the
+/// previous size.
+pub fn set_bulk_size(n: usize) -> usize {
+    BULK_SIZE.swap(n, Ordering::Relaxed)
+}
+
+pub fn bulk_size() -> usize {
+    BULK_SIZE.load(Ordering::Relaxed)
 }
 
 /// Number of worker threads the engine and kernels may use.

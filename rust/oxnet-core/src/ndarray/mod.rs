@@ -5,13 +5,32 @@ use crate::base::{fmt_shape, shape::numel, Context, DType, Shape};
 use crate::engine::{self, Var};
 use crate::error::{Error, Result};
 use crate::storage::{self, Storage};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+/// The memory behind one or more arrays (views share a chunk). Storage is
+/// allocated by the first operation that touches the chunk, inside the
+/// engine, so arrays queued behind long-running work hold no memory yet.
 pub struct Chunk {
     pub var: Var,
-    pub storage: Storage,
+    storage: OnceLock<Storage>,
+    pub nbytes: usize,
     pub dtype: DType,
     pub ctx: Context,
+}
+
+impl Chunk {
+    /// The chunk's storage, allocated from the pool on first use.
+    pub fn storage(&self) -> Result<&Storage> {
+        if let Some(s) = self.storage.get() {
+            return Ok(s);
+        }
+        let s = storage::alloc(self.nbytes, self.ctx)?;
+        Ok(self.storage.get_or_init(|| s))
+    }
+
+    pub fn is_allocated(&self) -> bool {
+        self.storage.get().is_some()
+    }
 }
 
 #[derive(Clone)]
@@ -76,9 +95,13 @@ impl NDArray {
         let nbytes = numel(shape)
             .checked_mul(dtype.size())
             .ok_or_else(|| Error::Shape(format!("shape {} is too large", fmt_shape(shape))))?;
-        let storage = storage::alloc(nbytes, ctx)?;
+        if !ctx.is_cpu() {
+            return Err(Error::Device(format!(
+                "{ctx} is not available: this build of oxnet has no GPU backend (mx.context.num_gpus() == 0)"
+            )));
+        }
         Ok(NDArray {
-            chunk: Arc::new(Chunk { var: Var::new(), storage, dtype, ctx }),
+            chunk: Arc::new(Chunk { var: Var::new(), storage: OnceLock::new(), nbytes, dtype, ctx }),
             shape: shape.to_vec(),
             offset: 0,
         })
@@ -108,9 +131,10 @@ impl NDArray {
 
     /// The raw view kernels use; only valid inside an engine operation that
     /// declared this array.
-    pub fn blob(&self) -> Blob {
-        let ptr = unsafe { self.chunk.storage.ptr().add(self.offset * self.dtype().size()) };
-        Blob { ptr, shape: self.shape.clone(), dtype: self.dtype() }
+    pub fn blob(&self) -> Result<Blob> {
+        let base = self.chunk.storage()?.ptr();
+        let ptr = unsafe { base.add(self.offset * self.dtype().size()) };
+        Ok(Blob { ptr, shape: self.shape.clone(), dtype: self.dtype() })
     }
 
     /// A view with another shape over the same elements.
@@ -173,7 +197,7 @@ impl NDArray {
             vec![self.var().clone()],
             inline,
             Box::new(move |_| {
-                me.blob().bytes_mut().copy_from_slice(&bytes);
+                me.blob()?.bytes_mut().copy_from_slice(&bytes);
                 Ok(())
             }),
         );
@@ -193,7 +217,7 @@ impl NDArray {
             )));
         }
         self.wait_to_write()?;
-        self.blob().bytes_mut().copy_from_slice(src);
+        self.blob()?.bytes_mut().copy_from_slice(src);
         Ok(())
     }
 
@@ -207,7 +231,7 @@ impl NDArray {
                 self.nbytes()
             )));
         }
-        dst.copy_from_slice(self.blob().bytes());
+        dst.copy_from_slice(self.blob()?.bytes());
         Ok(())
     }
 
@@ -220,7 +244,7 @@ impl NDArray {
                 T::DTYPE.name()
             )));
         }
-        Ok(self.blob().data::<T>().to_vec())
+        Ok(self.blob()?.data::<T>().to_vec())
     }
 
     pub fn from_vec<T: crate::base::dtype::Elem>(data: Vec<T>, shape: &[usize], ctx: Context) -> Result<NDArray> {
@@ -232,7 +256,7 @@ impl NDArray {
                 fmt_shape(shape)
             )));
         }
-        a.blob().data_mut::<T>().copy_from_slice(&data);
+        a.blob()?.data_mut::<T>().copy_from_slice(&data);
         Ok(a)
     }
 }

@@ -344,7 +344,7 @@ pub fn invoke(
     if !ctx.is_cpu() {
         return Err(Error::Device(format!("{}: no GPU backend in this build", def.name)));
     }
-    let mut reads: Vec<crate::engine::Var> = inputs.iter().map(|a| a.var().clone()).collect();
+    let reads: Vec<crate::engine::Var> = inputs.iter().map(|a| a.var().clone()).collect();
     let mut writes: Vec<crate::engine::Var> = outputs.iter().map(|a| a.var().clone()).collect();
     for &m in def.mutates {
         if let Some(a) = inputs.get(m) {
@@ -358,8 +358,7 @@ pub fn invoke(
     }
     let out_bytes: usize = outputs.iter().map(|a| a.nbytes()).sum();
     let in_bytes: usize = inputs.iter().map(|a| a.nbytes()).sum();
-    let inline = out_bytes.max(in_bytes) <= crate::ndarray::INLINE_BYTES;
-    reads.retain(|_| true);
+    let inline = out_bytes.max(in_bytes) <= crate::ndarray::INLINE_BYTES || crate::engine::bulk_size() > 1;
     let ins = inputs.to_vec();
     let outs = outputs.clone();
     crate::engine::push(
@@ -369,8 +368,8 @@ pub fn invoke(
         std::mem::take(&mut writes),
         inline,
         Box::new(move |rc| {
-            let ib: Vec<Blob> = ins.iter().map(|a| a.blob()).collect();
-            let ob: Vec<Blob> = outs.iter().map(|a| a.blob()).collect();
+            let ib: Vec<Blob> = ins.iter().map(|a| a.blob()).collect::<Result<_>>()?;
+            let ob: Vec<Blob> = outs.iter().map(|a| a.blob()).collect::<Result<_>>()?;
             kernel(&call, &ib, &ob, &KernelCtx { ctx: rc.ctx, is_train })
         }),
     );

@@ -1,0 +1,27 @@
+"""Imperative NDArray API (``mx.nd``): arrays, creation functions and every
+registered operator as a function (resolved by name on first use)."""
+from .ndarray import (  # noqa: F401
+    NDArray,
+    arange,
+    array,
+    concatenate,
+    empty,
+    eye,
+    full,
+    imperative_invoke,
+    moveaxis,
+    ones,
+    waitall,
+    zeros,
+)
+from . import ndarray as _nd_mod
+from . import op  # noqa: F401
+from .utils import load, save  # noqa: F401
+
+
+def __getattr__(name):
+    return op.__getattr__(name)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(op.__all_ops__()))

@@ -1,0 +1,678 @@
+"""The NDArray class and array creation.
+
+``NDArray`` is the Rust class ``oxnet._native.NDArray``; the Python methods
+below are attached to it at import, so every array made anywhere (by an
+operator, a loader or a loaded file) is the same type.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .. import _native
+from ..base import MXNetError, dtype_name, integer_types, numeric_types
+from ..context import Context, current_context
+
+NDArray = _native.NDArray
+
+_SUPPORTED = {"float32", "float64", "float16", "uint8", "int8", "int32", "int64", "bool"}
+_OPS = {}
+
+
+def _op(name):
+    o = _OPS.get(name)
+    if o is None:
+        o = _OPS[name] = _native.get_op(name)
+    return o
+
+
+def _ctx_pair(ctx):
+    if ctx is None:
+        return None
+    if isinstance(ctx, Context):
+        return ctx._pair()
+    raise TypeError(f"ctx must be an oxnet Context, got {type(ctx).__name__}")
+
+
+def imperative_invoke(op, inputs, kwargs=None, out=None, ctx=None):
+    """Run operator ``op`` (an ``_native.Op`` or a name) on ``inputs``.
+
+    Returns one NDArray, or a list when the operator has several outputs.
+    """
+    if isinstance(op, str):
+        op = _op(op)
+    if ctx is None and not inputs:
+        ctx = current_context()
+    res = _native.invoke(op, inputs, kwargs, out, _ctx_pair(ctx))
+    if out is not None:
+        return out
+    return res[0] if len(res) == 1 else res
+
+
+def _invoke1(name, inputs, kwargs=None, out=None):
+    res = imperative_invoke(_op(name), inputs, kwargs, out=out)
+    return res
+
+
+def waitall():
+    """Wait for all pushed operations to finish; raises the first error an
+    asynchronous operation hit since the last call."""
+    _native.waitall()
+
+
+# ---------------------------------------------------------------------------
+# Creation
+# ---------------------------------------------------------------------------
+
+
+def _np_dtype_for(dtype, default="float32"):
+    return dtype_name(dtype) if dtype is not None else default
+
+
+def empty(shape, ctx=None, dtype=None):
+    """An uninitialised array of ``shape`` (int or tuple) on ``ctx`` (default
+    the current context) with ``dtype`` (default float32)."""
+    if isinstance(shape, integer_types):
+        shape = (int(shape),)
+    ctx = ctx or current_context()
+    return _native.empty(tuple(int(s) for s in shape), _np_dtype_for(dtype), ctx._pair())
+
+
+def zeros(shape, ctx=None, dtype=None, **kwargs):
+    """An array of zeros of ``shape`` on ``ctx`` with ``dtype`` (float32)."""
+    if isinstance(shape, integer_types):
+        shape = (int(shape),)
+    return imperative_invoke(
+        "_zeros", [], {"shape": tuple(shape), "dtype": _np_dtype_for(dtype)}, ctx=ctx or current_context(), **kwargs
+    )
+
+
+def ones(shape, ctx=None, dtype=None, **kwargs):
+    """An array of ones of ``shape`` on ``ctx`` with ``dtype`` (float32)."""
+    if isinstance(shape, integer_types):
+        shape = (int(shape),)
+    return imperative_invoke(
+        "_ones", [], {"shape": tuple(shape), "dtype": _np_dtype_for(dtype)}, ctx=ctx or current_context(), **kwargs
+    )
+
+
+def full(shape, val, ctx=None, dtype=None, out=None):
+    """An array of ``shape`` filled with ``val``."""
+    if isinstance(shape, integer_types):
+        shape = (int(shape),)
+    return imperative_invoke(
+        "_full",
+        [],
+        {"shape": tuple(shape), "dtype": _np_dtype_for(dtype), "value": float(val)},
+        out=out,
+        ctx=ctx or current_context(),
+    )
+
+
+def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=None):
+    """Evenly spaced values in [start, stop) (``arange(n)`` gives 0..n-1),
+    each repeated ``repeat`` times. Returns a 1-D NDArray (float32 default)."""
+    kw = {"start": float(start), "step": float(step), "repeat": int(repeat), "dtype": _np_dtype_for(dtype)}
+    if stop is not None:
+        kw["stop"] = float(stop)
+    return imperative_invoke("_arange", [], kw, ctx=ctx or current_context())
+
+
+def eye(N, M=0, k=0, ctx=None, dtype=None, **kwargs):
+    """An N x M (M=0 means N) array with ones on the k-th diagonal."""
+    return imperative_invoke(
+        "_eye", [], {"N": int(N), "M": int(M), "k": int(k), "dtype": _np_dtype_for(dtype)}, ctx=ctx or current_context()
+    )
+
+
+def array(source_array, ctx=None, dtype=None):
+    """Create an array from a NumPy array, an NDArray, a (nested) list or a
+    scalar. ``dtype`` defaults to the source's dtype for an NDArray and to
+    float32 otherwise (MXNet's rule). The data is copied once, straight
+    into the new array's storage."""
+    ctx = ctx or current_context()
+    if isinstance(source_array, NDArray):
+        dt = _np_dtype_for(dtype, source_array._dtype_name)
+        src = source_array.asnumpy()
+    else:
+        dt = _np_dtype_for(dtype)
+        src = source_array
+    try:
+        arr = np.ascontiguousarray(src, dtype=dt)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"array: source of type {type(source_array).__name__} cannot be converted: {e}") from e
+    if arr.dtype.name not in _SUPPORTED:
+        raise TypeError(f"array: unsupported dtype {arr.dtype.name}")
+    return _native.from_numpy(arr, ctx._pair())
+
+
+def _from_numpy_any(arr, ctx, dtype=None):
+    arr = np.ascontiguousarray(arr, dtype=dtype)
+    return _native.from_numpy(arr, ctx._pair())
+
+
+def concatenate(arrays, axis=0, always_copy=True):
+    """Join arrays along ``axis`` (MXNet's ``mx.nd.concatenate``)."""
+    from . import op
+
+    return op.concat(*arrays, dim=axis)
+
+
+def moveaxis(tensor, source, destination):
+    """Move axis ``source`` of ``tensor`` to position ``destination``."""
+    nd = tensor.ndim
+    source = source % nd
+    destination = destination % nd
+    axes = [i for i in range(nd) if i != source]
+    axes.insert(destination, source)
+    from . import op
+
+    return op.transpose(tensor, axes=tuple(axes))
+
+
+# ---------------------------------------------------------------------------
+# Methods attached to NDArray
+# ---------------------------------------------------------------------------
+
+
+class _Methods:
+    """Python-side methods of NDArray (attached to the native class)."""
+
+    __array_priority__ = 1000.0
+
+    @property
+    def dtype(self):
+        """The NumPy scalar type of the elements (e.g. ``numpy.float32``)."""
+        return np.dtype(self._dtype_name).type
+
+    @property
+    def context(self):
+        """The :class:`~oxnet.context.Context` the array lives on."""
+        t, i = self._ctx
+        return Context(Context.devtype2str[t], i)
+
+    ctx = context
+
+    @property
+    def stype(self):
+        """Storage type; oxnet arrays are 'default' (dense)."""
+        return "default"
+
+    @property
+    def T(self):
+        """The transpose (reversed axes); 1-D arrays are returned as a copy."""
+        return _invoke1("transpose", [self])
+
+    @property
+    def handle(self):
+        return self
+
+    @property
+    def writable(self):
+        return True
+
+    def asnumpy(self):
+        """Wait for pending writes, then return a NumPy copy."""
+        out = np.empty(self.shape, dtype=self._dtype_name)
+        self._read_into(out)
+        return out
+
+    def asscalar(self):
+        """The value of a one-element array as a NumPy scalar."""
+        if self.size != 1:
+            raise ValueError(f"asscalar: the array must have exactly one element, it has shape {self.shape}")
+        return self.asnumpy().reshape(())[()]
+
+    def item(self):
+        return self.asscalar().item()
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.asnumpy()
+        return a.astype(dtype) if dtype is not None else a
+
+    def tolist(self):
+        return self.asnumpy().tolist()
+
+    def copy(self):
+        """A new array with the same contents on the same context."""
+        return _invoke1("_copy", [self])
+
+    def copyto(self, other):
+        """Copy into ``other`` (an NDArray of the same shape, or a Context for a
+        new array there). Returns the destination."""
+        if isinstance(other, NDArray):
+            if other._same_memory(self) and other._offset == self._offset and other.shape == self.shape:
+                return other
+            if other.shape != self.shape:
+                raise ValueError(f"copyto: shape {self.shape} does not match destination shape {other.shape}")
+            if other._dtype_name != self._dtype_name:
+                return _invoke1("Cast", [self], {"dtype": other._dtype_name}, out=other)
+            return _invoke1("_copy", [self], out=other)
+        if isinstance(other, Context):
+            if other == self.context:
+                return self.copy()
+            dst = empty(self.shape, ctx=other, dtype=self._dtype_name)
+            dst._write_from(self.asnumpy())
+            return dst
+        raise TypeError(f"copyto: destination must be an NDArray or a Context, got {type(other).__name__}")
+
+    def as_in_context(self, context):
+        """This array if already on ``context``, else a copy there."""
+        if self.context == context:
+            return self
+        return self.copyto(context)
+
+    def astype(self, dtype, copy=True):
+        """A copy converted to ``dtype`` (``copy=False`` returns self when the
+        dtype already matches)."""
+        name = dtype_name(dtype)
+        if not copy and name == self._dtype_name:
+            return self
+        return _invoke1("Cast", [self], {"dtype": name})
+
+    def wait_to_write(self):
+        """Block until every pending read and write of this array finished."""
+        self._wait_to_write()
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __bool__(self):
+        if self.size == 1:
+            return bool(self.asscalar())
+        if self.size == 0:
+            return False
+        raise ValueError("The truth value of an NDArray with more than one element is ambiguous.")
+
+    def __float__(self):
+        return float(self.asscalar())
+
+    def __int__(self):
+        return int(self.asscalar())
+
+    def __index__(self):
+        if np.issubdtype(self.dtype, np.integer) and self.size == 1:
+            return int(self.asscalar())
+        raise TypeError("only integer arrays with one element can be converted to an index")
+
+    def __repr__(self):
+        shape_info = "x".join(str(s) for s in self.shape)
+        return f"\n{self.asnumpy()!s}\n<NDArray {shape_info} @{self.context}>"
+
+    __str__ = __repr__
+
+    def __reduce__(self):
+        return (_rebuild, (self.asnumpy(), str(self.context)))
+
+    def __getstate__(self):
+        return {"data": self.asnumpy()}
+
+    # -- shape -------------------------------------------------------------
+
+    def reshape(self, *shape, **kwargs):
+        """A view with a new shape (shares memory). Accepts MXNet's special
+        values 0 (keep), -1 (infer), -2 (copy the rest), -3 (merge two), -4
+        (split one) and ``reverse=True``."""
+        if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
+            shape = tuple(shape[0])
+        if "shape" in kwargs:
+            shape = tuple(kwargs.pop("shape"))
+        reverse = bool(kwargs.pop("reverse", False))
+        if kwargs:
+            raise TypeError(f"reshape: unexpected arguments {sorted(kwargs)}")
+        target = _reshape_target(self.shape, tuple(int(s) for s in shape), reverse)
+        return self._reshape_view(target)
+
+    def reshape_like(self, other):
+        """A view with the shape of ``other``."""
+        return self._reshape_view(tuple(other.shape))
+
+    def _at_index(self, i):
+        n = self.shape[0]
+        if i < -n or i >= n:
+            raise IndexError(f"index {i} is out of bounds for axis 0 with size {n}")
+        return self._at(i % n)
+
+    def __getitem__(self, key):
+        return _getitem(self, key)
+
+    def __setitem__(self, key, value):
+        _setitem(self, key, value)
+
+    # -- arithmetic --------------------------------------------------------
+
+    def __add__(self, other):
+        return _binary(self, other, "broadcast_add", "_plus_scalar")
+
+    def __radd__(self, other):
+        return _binary(self, other, "broadcast_add", "_plus_scalar")
+
+    def __iadd__(self, other):
+        return _binary(self, other, "broadcast_add", "_plus_scalar", out=self)
+
+    def __sub__(self, other):
+        return _binary(self, other, "broadcast_sub", "_minus_scalar")
+
+    def __rsub__(self, other):
+        return _binary(self, other, "broadcast_sub", "_rminus_scalar", reverse=True)
+
+    def __isub__(self, other):
+        return _binary(self, other, "broadcast_sub", "_minus_scalar", out=self)
+
+    def __mul__(self, other):
+        return _binary(self, other, "broadcast_mul", "_mul_scalar")
+
+    def __rmul__(self, other):
+        return _binary(self, other, "broadcast_mul", "_mul_scalar")
+
+    def __imul__(self, other):
+        return _binary(self, other, "broadcast_mul", "_mul_scalar", out=self)
+
+    def __truediv__(self, other):
+        return _binary(self, other, "broadcast_div", "_div_scalar")
+
+    def __rtruediv__(self, other):
+        return _binary(self, other, "broadcast_div", "_rdiv_scalar", reverse=True)
+
+    def __itruediv__(self, other):
+        return _binary(self, other, "broadcast_div", "_div_scalar", out=self)
+
+    __div__ = __truediv__
+    __rdiv__ = __rtruediv__
+    __idiv__ = __itruediv__
+
+    def __mod__(self, other):
+        return _binary(self, other, "broadcast_mod", "_mod_scalar")
+
+    def __rmod__(self, other):
+        return _binary(self, other, "broadcast_mod", "_rmod_scalar", reverse=True)
+
+    def __imod__(self, other):
+        return _binary(self, other, "broadcast_mod", "_mod_scalar", out=self)
+
+    def __pow__(self, other):
+        return _binary(self, other, "broadcast_power", "_power_scalar")
+
+    def __rpow__(self, other):
+        return _binary(self, other, "broadcast_power", "_rpower_scalar", reverse=True)
+
+    def __ipow__(self, other):
+        return _binary(self, other, "broadcast_power", "_power_scalar", out=self)
+
+    def __neg__(self):
+        return _invoke1("negative", [self])
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return _invoke1("abs", [self])
+
+    def __eq__(self, other):
+        if other is None:
+            return False
+        return _binary(self, other, "broadcast_equal", "_equal_scalar")
+
+    def __ne__(self, other):
+        if other is None:
+            return True
+        return _binary(self, other, "broadcast_not_equal", "_not_equal_scalar")
+
+    def __gt__(self, other):
+        return _binary(self, other, "broadcast_greater", "_greater_scalar")
+
+    def __ge__(self, other):
+        return _binary(self, other, "broadcast_greater_equal", "_greater_equal_scalar")
+
+    def __lt__(self, other):
+        return _binary(self, other, "broadcast_lesser", "_lesser_scalar")
+
+    def __le__(self, other):
+        return _binary(self, other, "broadcast_lesser_equal", "_lesser_equal_scalar")
+
+    __hash__ = object.__hash__
+
+
+def _rebuild(data, ctx_str):
+    return array(data, dtype=data.dtype)
+
+
+_REVERSE_OP = {
+    "_rminus_scalar": "broadcast_sub",
+    "_rdiv_scalar": "broadcast_div",
+    "_rmod_scalar": "broadcast_mod",
+    "_rpower_scalar": "broadcast_power",
+}
+
+
+def _binary(lhs, rhs, bop, sop, reverse=False, out=None):
+    if isinstance(rhs, NDArray):
+        a, b = (rhs, lhs) if reverse else (lhs, rhs)
+        if out is not None and a.shape != b.shape and out.shape != _bshape(a.shape, b.shape):
+            raise ValueError(f"{bop}: in-place result shape {_bshape(a.shape, b.shape)} differs from {out.shape}")
+        return _invoke1(bop, [a, b], out=out)
+    if isinstance(rhs, numeric_types) or isinstance(rhs, np.generic):
+        return _invoke1(sop, [lhs], {"scalar": float(rhs)}, out=out)
+    if isinstance(rhs, np.ndarray):
+        return _binary(lhs, array(rhs, ctx=lhs.context, dtype=lhs._dtype_name), bop, sop, reverse, out)
+    return NotImplemented
+
+
+def _bshape(a, b):
+    n = max(len(a), len(b))
+    a = (1,) * (n - len(a)) + tuple(a)
+    b = (1,) * (n - len(b)) + tuple(b)
+    return tuple(max(x, y) for x, y in zip(a, b))
+
+
+def _reshape_target(src, shape, reverse=False):
+    """MXNet's Reshape rules (0, -1, -2, -3, -4, reverse) -> concrete shape."""
+    src = tuple(src)
+    if reverse:
+        src_r = src[::-1]
+        # -4 takes its two following values in order; reverse them as MXNet does.
+        toks = list(shape)
+        out_r = []
+        i = 0
+        rev = []
+        while i < len(toks):
+            if toks[i] == -4:
+                rev.append((-4, toks[i + 1], toks[i + 2]))
+                i += 3
+            else:
+                rev.append((toks[i],))
+                i += 1
+        flat = []
+        for t in reversed(rev):
+            if t[0] == -4:
+                flat.extend([-4, t[2], t[1]])
+            else:
+                flat.append(t[0])
+        out_r = _reshape_target(src_r, tuple(flat), False)
+        return tuple(out_r[::-1])
+    out = []
+    i = 0  # index into src
+    j = 0
+    infer = -1
+    while j < len(shape):
+        s = shape[j]
+        if s == 0:
+            if i >= len(src):
+                raise ValueError(f"reshape: 0 in {shape} refers past the input's {len(src)} dimensions")
+            out.append(src[i])
+            i += 1
+        elif s == -1:
+            if infer >= 0:
+                raise ValueError(f"reshape: more than one -1 in {shape}")
+            infer = len(out)
+            out.append(1)
+            i += 1
+        elif s == -2:
+            out.extend(src[i:])
+            i = len(src)
+        elif s == -3:
+            if i + 1 >= len(src):
+                raise ValueError(f"reshape: -3 in {shape} needs two input dimensions at position {i}")
+            out.append(src[i] * src[i + 1])
+            i += 2
+        elif s == -4:
+            if j + 2 >= len(shape) or i >= len(src):
+                raise ValueError(f"reshape: -4 in {shape} must be followed by two values")
+            d1, d2 = shape[j + 1], shape[j + 2]
+            if d1 == -1 and d2 == -1:
+                raise ValueError("reshape: -4 split cannot infer both sizes")
+            if d1 == -1:
+                d1 = src[i] // d2
+            if d2 == -1:
+                d2 = src[i] // d1
+            if d1 * d2 != src[i]:
+                raise ValueError(f"reshape: -4 split {d1}x{d2} does not match dimension {src[i]}")
+            out.extend([d1, d2])
+            i += 1
+            j += 2
+        elif s > 0:
+            out.append(s)
+            i += 1
+        else:
+            raise ValueError(f"reshape: invalid value {s} in shape {shape}")
+        j += 1
+    total = int(np.prod(src)) if src else 1
+    if infer >= 0:
+        known = int(np.prod([d for k, d in enumerate(out) if k != infer])) if len(out) > 1 else 1
+        if known == 0 or total % known != 0:
+            raise ValueError(f"reshape: cannot reshape array of shape {src} into shape {shape}")
+        out[infer] = total // known
+    if int(np.prod(out)) != total:
+        raise ValueError(f"reshape: cannot reshape array of shape {src} into shape {shape}")
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------
+# Indexing
+# ---------------------------------------------------------------------------
+
+
+def _is_basic_first_axis(key):
+    return isinstance(key, slice) and (key.step is None or key.step == 1)
+
+
+def _getitem(self, key):
+    if isinstance(key, integer_types) and not isinstance(key, bool):
+        if self.ndim == 0:
+            raise IndexError("too many indices for a 0-d array")
+        if self.ndim == 1:
+            return self._at_index(int(key)).reshape((1,))
+        return self._at_index(int(key))
+    if _is_basic_first_axis(key) and self.ndim > 0:
+        start, stop, _ = key.indices(self.shape[0])
+        stop = max(stop, start)
+        return self._slice(start, stop)
+    if isinstance(key, tuple) and len(key) == 1:
+        return _getitem(self, key[0])
+    if isinstance(key, NDArray):
+        key = key.asnumpy()
+        if key.dtype == np.bool_:
+            key = np.nonzero(key)[0]
+        return _invoke1("take", [self, array(key, ctx=self.context, dtype="int64")], {"axis": 0, "mode": "raise"})
+    if isinstance(key, (list, np.ndarray)):
+        idx = np.asarray(key)
+        if idx.dtype == np.bool_:
+            idx = np.nonzero(idx)[0]
+        if np.issubdtype(idx.dtype, np.integer):
+            return _invoke1("take", [self, array(idx, ctx=self.context, dtype="int64")], {"axis": 0, "mode": "raise"})
+    # General basic/advanced indexing: compute on a host copy (exact NumPy
+    # semantics), then return a new array.
+    res = self.asnumpy()[key]
+    if not isinstance(res, np.ndarray):
+        res = np.array([res], dtype=self._dtype_name)
+    return _from_numpy_any(res, self.context)
+
+
+def _fill_view(view, value):
+    if isinstance(value, NDArray):
+        if value.shape != view.shape:
+            value = _invoke1("broadcast_to", [value], {"shape": view.shape})
+        if value._dtype_name != view._dtype_name:
+            _invoke1("Cast", [value], {"dtype": view._dtype_name}, out=view)
+        else:
+            _invoke1("_copy", [value], out=view)
+    elif isinstance(value, numeric_types) or isinstance(value, np.generic):
+        imperative_invoke(
+            "_full", [], {"shape": view.shape, "dtype": view._dtype_name, "value": float(value)}, out=view,
+            ctx=view.context,
+        )
+    else:
+        src = np.broadcast_to(np.asarray(value, dtype=view._dtype_name), view.shape)
+        view._write_from(np.ascontiguousarray(src))
+
+
+def _setitem(self, key, value):
+    if isinstance(key, slice) and key == slice(None):
+        _fill_view(self, value)
+        return
+    if key is Ellipsis:
+        _fill_view(self, value)
+        return
+    if isinstance(key, integer_types) and not isinstance(key, bool) and self.ndim > 0:
+        _fill_view(self._at_index(int(key)), value)
+        return
+    if _is_basic_first_axis(key) and self.ndim > 0:
+        start, stop, _ = key.indices(self.shape[0])
+        if stop > start:
+            _fill_view(self._slice(start, stop), value)
+        return
+    # General case: exact NumPy semantics on a host copy, written back.
+    host = self.asnumpy()
+    if isinstance(value, NDArray):
+        value = value.asnumpy()
+    if isinstance(key, NDArray):
+        key = key.asnumpy()
+        if not key.dtype == np.bool_:
+            key = key.astype(np.int64)
+    host[key] = value
+    self._write_from(np.ascontiguousarray(host))
+
+
+def _attach_methods():
+    for name, val in _Methods.__dict__.items():
+        if name in ("__dict__", "__weakref__", "__module__", "__qualname__", "__doc__"):
+            continue
+        setattr(NDArray, name, val)
+    # Operator methods: x.sum(axis=1) == mx.nd.sum(x, axis=1).
+    for meth, opname in _METHOD_OPS.items():
+        setattr(NDArray, meth, _make_method(opname))
+
+
+def _make_method(opname):
+    def method(self, *args, **kwargs):
+        from . import op
+
+        return getattr(op, opname)(self, *args, **kwargs)
+
+    method.__name__ = opname
+    method.__doc__ = f"Same as ``mx.nd.{opname}(self, ...)``."
+    return method
+
+
+_METHOD_OPS = {
+    n: n
+    for n in [
+        "sum", "mean", "prod", "max", "min", "nansum", "nanprod", "norm", "argmax", "argmin", "exp", "log",
+        "log1p", "expm1", "log2", "log10", "sqrt", "rsqrt", "cbrt", "square", "reciprocal", "abs", "sign", "sin",
+        "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh",
+        "sigmoid", "relu", "softsign", "floor", "ceil", "round", "rint", "fix", "trunc", "clip", "transpose",
+        "swapaxes", "flatten", "expand_dims", "squeeze", "tile", "repeat", "flip", "slice", "slice_axis",
+        "take", "pick", "one_hot", "sort", "argsort", "topk", "split", "broadcast_to", "broadcast_like",
+        "broadcast_axes", "zeros_like", "ones_like", "degrees", "radians", "softmax", "log_softmax", "diag",
+        "dot", "batch_dot", "reverse", "slice_like", "erf",
+    ]
+}
+
+_attach_methods()

@@ -1,0 +1,195 @@
+//! The `NDArray` Python class (methods written in Python are attached to it
+//! by `oxnet.ndarray`), creation from NumPy and copies back.
+use crate::errors::{to_py, IntoPy};
+use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
+use oxnet_core::base::{fmt_shape, DevType};
+use oxnet_core::ndarray::NDArray as Core;
+use oxnet_core::{Context, DType};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+#[pyclass(module = "oxnet.ndarray", name = "NDArray", weakref, dict, subclass)]
+pub struct NDArray {
+    pub inner: Core,
+}
+
+pub fn ctx_of(dev: Option<(i32, i32)>) -> PyResult<Option<Context>> {
+    match dev {
+        None => Ok(None),
+        Some((t, id)) => {
+            let dev_type = DevType::from_id(t)
+                .ok_or_else(|| PyValueError::new_err(format!("unknown device type id {t}")))?;
+            Ok(Some(Context { dev_type, dev_id: id }))
+        }
+    }
+}
+
+pub fn wrap(py: Python<'_>, a: Core) -> PyResult<Py<NDArray>> {
+    Py::new(py, NDArray { inner: a })
+}
+
+/// Raw data pointer and byte length of a C-contiguous NumPy array.
+fn np_buffer(arr: &Bound<'_, PyUntypedArray>) -> PyResult<(*mut u8, usize)> {
+    if !arr.is_c_contiguous() {
+        return Err(PyValueError::new_err("internal: NumPy array must be C-contiguous"));
+    }
+    let n: usize = arr.shape().iter().product();
+    let itemsize = arr.dtype().itemsize();
+    // SAFETY: the pointer is valid while `arr` is alive; we hold a reference.
+    let data = unsafe { (*arr.as_array_ptr()).fields.data as *mut u8 };
+    Ok((data, n * itemsize))
+}
+
+struct SendPtr(*mut u8);
+unsafe impl Send for SendPtr {}
+
+#[pymethods]
+impl NDArray {
+    /// Tuple of array dimensions.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, &self.inner.shape)
+    }
+    #[getter]
+    fn size(&self) -> usize {
+        self.inner.size()
+    }
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.inner.ndim()
+    }
+    #[getter]
+    fn _dtype_name(&self) -> &'static str {
+        self.inner.dtype().name()
+    }
+    #[getter]
+    fn _ctx(&self) -> (i32, i32) {
+        let c = self.inner.ctx();
+        (c.dev_type as i32, c.dev_id)
+    }
+    #[getter]
+    fn _chunk_id(&self) -> usize {
+        self.inner.var().id()
+    }
+    #[getter]
+    fn _offset(&self) -> usize {
+        self.inner.offset
+    }
+
+    /// Block until every pending write to this array has finished; raises
+    /// the error of a failed operation that produced it.
+    fn wait_to_read(&self, py: Python<'_>) -> PyResult<()> {
+        let a = self.inner.clone();
+        py.detach(move || a.wait_to_read()).py_err()
+    }
+
+    fn _wait_to_write(&self, py: Python<'_>) -> PyResult<()> {
+        let a = self.inner.clone();
+        py.detach(move || a.wait_to_write()).py_err()
+    }
+
+    /// Copy the elements into a C-contiguous NumPy array of the same size and
+    /// dtype (waits without the GIL).
+    fn _read_into(&self, py: Python<'_>, dst: &Bound<'_, PyUntypedArray>) -> PyResult<()> {
+        let (ptr, len) = np_buffer(dst)?;
+        if len != self.inner.nbytes() {
+            return Err(PyValueError::new_err(format!(
+                "asnumpy: destination has {len} bytes, array needs {}",
+                self.inner.nbytes()
+            )));
+        }
+        let a = self.inner.clone();
+        let p = SendPtr(ptr);
+        py.detach(move || {
+            let p = p;
+            let dst = unsafe { std::slice::from_raw_parts_mut(p.0, len) };
+            a.read_into(dst)
+        })
+        .py_err()
+    }
+
+    /// Overwrite all elements from a C-contiguous NumPy array of the same
+    /// size and dtype (one copy, straight into this array's storage).
+    fn _write_from(&self, py: Python<'_>, src: &Bound<'_, PyUntypedArray>) -> PyResult<()> {
+        let (ptr, len) = np_buffer(src)?;
+        let a = self.inner.clone();
+        let p = SendPtr(ptr);
+        py.detach(move || {
+            let p = p;
+            let s = unsafe { std::slice::from_raw_parts(p.0 as *const u8, len) };
+            a.write_from_slice(s)
+        })
+        .py_err()
+    }
+
+    /// View of rows [begin, end) of the first axis (shares storage).
+    fn _slice(&self, py: Python<'_>, begin: usize, end: usize) -> PyResult<Py<NDArray>> {
+        wrap(py, self.inner.slice_view(begin, end).py_err()?)
+    }
+
+    /// View of row i of the first axis (shares storage).
+    fn _at(&self, py: Python<'_>, i: usize) -> PyResult<Py<NDArray>> {
+        wrap(py, self.inner.at_view(i).py_err()?)
+    }
+
+    /// View with another shape (shares storage).
+    fn _reshape_view(&self, py: Python<'_>, shape: Vec<usize>) -> PyResult<Py<NDArray>> {
+        wrap(py, self.inner.reshape_view(&shape).py_err()?)
+    }
+
+    fn _same_memory(&self, other: PyRef<'_, NDArray>) -> bool {
+        self.inner.same_chunk(&other.inner)
+    }
+
+    fn _is_contiguous_whole(&self) -> bool {
+        self.inner.offset == 0 && self.inner.nbytes() == self.inner.chunk.nbytes
+    }
+
+    fn _shape_str(&self) -> String {
+        fmt_shape(&self.inner.shape)
+    }
+}
+
+/// A new uninitialised array.
+#[pyfunction]
+#[pyo3(signature = (shape, dtype="float32", ctx=None))]
+fn empty(py: Python<'_>, shape: Vec<usize>, dtype: &str, ctx: Option<(i32, i32)>) -> PyResult<Py<NDArray>> {
+    let dt = DType::from_name(dtype).map_err(to_py)?;
+    let c = ctx_of(ctx)?.unwrap_or_default();
+    wrap(py, Core::empty(&shape, dt, c).py_err()?)
+}
+
+/// A new array holding a copy of a C-contiguous NumPy array.
+#[pyfunction]
+#[pyo3(signature = (src, ctx=None))]
+fn from_numpy(py: Python<'_>, src: &Bound<'_, PyUntypedArray>, ctx: Option<(i32, i32)>) -> PyResult<Py<NDArray>> {
+    let dt_name = src.dtype().str()?.to_string();
+    let dt = DType::from_name(&dt_name).map_err(to_py)?;
+    let shape: Vec<usize> = src.shape().to_vec();
+    let c = ctx_of(ctx)?.unwrap_or_default();
+    let a = Core::empty(&shape, dt, c).py_err()?;
+    let (ptr, len) = np_buffer(src)?;
+    if len != a.nbytes() {
+        return Err(PyValueError::new_err("internal: byte size mismatch"));
+    }
+    let s = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
+    if len > 1 << 20 {
+        let p = SendPtr(ptr);
+        let a2 = a.clone();
+        py.detach(move || {
+            let _p = &p;
+            a2.write_from_slice(s)
+        })
+        .py_err()?;
+    } else {
+        a.write_from_slice(s).py_err()?;
+    }
+    wrap(py, a)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(empty, m)?)?;
+    m.add_function(wrap_pyfunction!(from_numpy, m)?)?;
+    Ok(())
+}

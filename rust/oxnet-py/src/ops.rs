@@ -1,0 +1,187 @@
+//! Operator lookup and the imperative invoke.
+use crate::errors::IntoPy;
+use crate::ndarray::{ctx_of, wrap, NDArray};
+use oxnet_core::ops::registry::{self, OpCall, OpDef};
+use oxnet_core::ops::Attrs;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
+use std::sync::Arc;
+
+/// A resolved operator.
+#[pyclass(module = "oxnet._native", frozen)]
+pub struct Op {
+    def: &'static OpDef,
+}
+
+#[pymethods]
+impl Op {
+    #[getter]
+    fn name(&self) -> &'static str {
+        self.def.name
+    }
+    #[getter]
+    fn doc(&self) -> &'static str {
+        self.def.doc
+    }
+    /// Input names (variadic operators return their prefix only).
+    #[getter]
+    fn inputs(&self) -> Vec<&'static str> {
+        self.def.inputs.to_vec()
+    }
+    #[getter]
+    fn variadic(&self) -> bool {
+        self.def.num_inputs.is_some()
+    }
+    #[getter]
+    fn has_grad(&self) -> bool {
+        self.def.grad.is_some()
+    }
+    fn __repr__(&self) -> String {
+        format!("<Op {}>", self.def.name)
+    }
+}
+
+#[pyfunction]
+fn get_op(name: &str) -> PyResult<Op> {
+    Ok(Op { def: registry::lookup(name).py_err()? })
+}
+
+#[pyfunction]
+fn op_names() -> Vec<&'static str> {
+    registry::all_names().to_vec()
+}
+
+/// Render a Python value the way MXNet writes attribute strings.
+pub fn attr_str(v: &Bound<'_, PyAny>) -> PyResult<String> {
+    if v.is_none() {
+        return Ok("None".into());
+    }
+    if v.is_instance_of::<PyBool>() {
+        return Ok(if v.extract::<bool>()? { "True" } else { "False" }.into());
+    }
+    if v.is_instance_of::<PyInt>() {
+        return Ok(v.extract::<i64>()?.to_string());
+    }
+    if v.is_instance_of::<PyFloat>() {
+        return Ok(format!("{:?}", v.extract::<f64>()?));
+    }
+    if let Ok(s) = v.cast::<PyString>() {
+        return Ok(s.to_str()?.to_string());
+    }
+    if v.is_instance_of::<PyTuple>() || v.is_instance_of::<PyList>() {
+        let parts: PyResult<Vec<String>> = v.try_iter()?.map(|x| attr_str(&x?)).collect();
+        let parts = parts?;
+        return Ok(if parts.len() == 1 && v.is_instance_of::<PyTuple>() {
+            format!("({},)", parts[0])
+        } else {
+            format!("({})", parts.join(", "))
+        });
+    }
+    let py = v.py();
+    // NumPy dtypes and scalar types.
+    if v.is_instance_of::<PyType>() || v.hasattr("itemsize")? && v.hasattr("kind")? {
+        let np = py.import("numpy")?;
+        let name: String = np.getattr("dtype")?.call1((v,))?.getattr("name")?.extract()?;
+        return Ok(name);
+    }
+    // NumPy scalars and other numbers.
+    if let Ok(i) = v.call_method0("__index__") {
+        return Ok(i.extract::<i64>()?.to_string());
+    }
+    if let Ok(f) = v.call_method0("__float__") {
+        return Ok(format!("{:?}", f.extract::<f64>()?));
+    }
+    Ok(v.str()?.to_str()?.to_string())
+}
+
+fn attrs_of(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Attrs> {
+    let mut a = Attrs::new();
+    if let Some(d) = kwargs {
+        for (k, v) in d.iter() {
+            let k: String = k.extract()?;
+            a.0.push((k, attr_str(&v)?));
+        }
+    }
+    Ok(a)
+}
+
+/// Run `op` on `inputs` with attributes `kwargs`; returns the list of
+/// outputs (which are `out` when given). Shape/dtype/parameter errors raise
+/// here; kernel errors raise at the next wait on the outputs.
+#[pyfunction]
+#[pyo3(signature = (op, inputs, kwargs=None, out=None, ctx=None, is_train=false))]
+fn invoke(
+    py: Python<'_>,
+    op: &Op,
+    inputs: &Bound<'_, PyAny>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+    out: Option<&Bound<'_, PyAny>>,
+    ctx: Option<(i32, i32)>,
+    is_train: bool,
+) -> PyResult<Vec<Py<NDArray>>> {
+    let mut ins = Vec::new();
+    for x in inputs.try_iter()? {
+        let x = x?;
+        let r = x.cast::<NDArray>().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "{}: inputs must be NDArrays, got {}",
+                op.def.name,
+                x.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+            ))
+        })?;
+        ins.push(r.borrow().inner.clone());
+    }
+    let call: OpCall = registry::parse_call(op.def, attrs_of(kwargs)?).py_err()?;
+    let (outs_py, outs_core) = match out {
+        None => (None, None),
+        Some(o) => {
+            let list: Vec<Bound<'_, NDArray>> = if let Ok(a) = o.cast::<NDArray>() {
+                vec![a.clone()]
+            } else {
+                o.try_iter()?
+                    .map(|x| x.and_then(|x| x.cast_into::<NDArray>().map_err(PyErr::from)))
+                    .collect::<PyResult<_>>()?
+            };
+            let core: Vec<_> = list.iter().map(|a| a.borrow().inner.clone()).collect();
+            (Some(list), Some(core))
+        }
+    };
+    if oxnet_core::engine::over_limit() {
+        py.detach(oxnet_core::engine::throttle);
+    }
+    let res = registry::invoke(Arc::new(call), &ins, outs_core, ctx_of(ctx)?, is_train).py_err()?;
+    match outs_py {
+        Some(list) => Ok(list.into_iter().map(|b| b.unbind()).collect()),
+        None => res.into_iter().map(|a| wrap(py, a)).collect(),
+    }
+}
+
+/// Gradients of `op` applied to `inputs` (with attributes `kwargs`, outputs
+/// `outputs`) given the output gradients; None where the gradient is zero.
+#[pyfunction]
+#[pyo3(signature = (op, inputs, kwargs, outputs, ograds))]
+fn op_grad(
+    py: Python<'_>,
+    op: &Op,
+    inputs: Vec<PyRef<'_, NDArray>>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+    outputs: Vec<PyRef<'_, NDArray>>,
+    ograds: Vec<PyRef<'_, NDArray>>,
+) -> PyResult<Vec<Option<Py<NDArray>>>> {
+    let call = registry::parse_call(op.def, attrs_of(kwargs)?).py_err()?;
+    let ins: Vec<_> = inputs.iter().map(|a| a.inner.clone()).collect();
+    let outs: Vec<_> = outputs.iter().map(|a| a.inner.clone()).collect();
+    let gs: Vec<_> = ograds.iter().map(|a| a.inner.clone()).collect();
+    let res = oxnet_core::autograd::op_grad(&call, &ins, &outs, &gs).py_err()?;
+    res.into_iter().map(|g| g.map(|a| wrap(py, a)).transpose()).collect()
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Op>()?;
+    m.add_function(wrap_pyfunction!(get_op, m)?)?;
+    m.add_function(wrap_pyfunction!(op_names, m)?)?;
+    m.add_function(wrap_pyfunction!(invoke, m)?)?;
+    m.add_function(wrap_pyfunction!(op_grad, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,172 @@
+"""NDArray basics: creation, dtypes, conversion, views, indexing, repr."""
+import numpy as np
+import pytest
+
+import oxnet as mx
+from oxnet.test_utils import assert_almost_equal
+
+DTYPES = ["float32", "float64", "float16", "uint8", "int8", "int32", "int64"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_array_roundtrip_dtypes(dtype):
+    src = (np.arange(24).reshape(2, 3, 4) % 100).astype(dtype)
+    a = mx.nd.array(src, dtype=dtype)
+    assert a.dtype == np.dtype(dtype).type
+    assert a.shape == (2, 3, 4) and a.size == 24 and a.ndim == 3
+    np.testing.assert_array_equal(a.asnumpy(), src)
+
+
+def test_array_default_dtype_is_float32_like_mxnet():
+    assert mx.nd.array(np.arange(3, dtype=np.float64)).dtype == np.float32
+    assert mx.nd.array([1, 2, 3]).dtype == np.float32
+    a = mx.nd.array([1, 2], dtype="int32")
+    assert mx.nd.array(a).dtype == np.int32
+
+
+def test_creation_functions():
+    np.testing.assert_array_equal(mx.nd.zeros((2, 3)).asnumpy(), np.zeros((2, 3), np.float32))
+    np.testing.assert_array_equal(mx.nd.ones(4, dtype="int32").asnumpy(), np.ones(4, np.int32))
+    np.testing.assert_array_equal(mx.nd.full((2, 2), 7.5).asnumpy(), np.full((2, 2), 7.5, np.float32))
+    np.testing.assert_array_equal(mx.nd.arange(5).asnumpy(), np.arange(5, dtype=np.float32))
+    np.testing.assert_array_equal(mx.nd.arange(2, 11, 3).asnumpy(), np.arange(2, 11, 3, dtype=np.float32))
+    np.testing.assert_array_equal(mx.nd.arange(3, repeat=2).asnumpy(), np.array([0, 0, 1, 1, 2, 2], np.float32))
+    np.testing.assert_array_equal(mx.nd.eye(3, 4, 1).asnumpy(), np.eye(3, 4, 1, dtype=np.float32))
+    x = mx.nd.array([[1, 2], [3, 4]])
+    np.testing.assert_array_equal(mx.nd.zeros_like(x).asnumpy(), np.zeros((2, 2)))
+    np.testing.assert_array_equal(mx.nd.ones_like(x).asnumpy(), np.ones((2, 2)))
+    e = mx.nd.empty((3, 2))
+    assert e.shape == (3, 2) and e.dtype == np.float32
+
+
+def test_scalar_conversions():
+    a = mx.nd.array([3.5])
+    assert a.asscalar() == np.float32(3.5)
+    assert float(a) == 3.5 and int(mx.nd.array([4])) == 4
+    with pytest.raises(ValueError):
+        mx.nd.ones((2,)).asscalar()
+    np.testing.assert_array_equal(np.asarray(mx.nd.ones((2, 2))), np.ones((2, 2)))
+
+
+def test_copy_copyto_astype_context():
+    a = mx.nd.array([[1, 2], [3, 4]])
+    b = a.copy()
+    b[:] = 0
+    assert a.asnumpy().sum() == 10
+    c = mx.nd.zeros((2, 2))
+    a.copyto(c)
+    np.testing.assert_array_equal(c.asnumpy(), a.asnumpy())
+    d = a.copyto(mx.cpu(1))
+    assert d.context == mx.cpu(1)
+    assert a.as_in_context(mx.cpu()) is a
+    i = a.astype("int32")
+    assert i.dtype == np.int32
+    assert a.astype(np.float32, copy=False) is a
+    with pytest.raises(ValueError):
+        a.copyto(mx.nd.zeros((3,)))
+
+
+def test_reshape_views_share_memory():
+    a = mx.nd.arange(24)
+    b = a.reshape((2, 3, 4))
+    b[:] = 1
+    assert a.asnumpy().sum() == 24
+    assert a.reshape(4, -1).shape == (4, 6)
+    x = mx.nd.zeros((2, 3, 4))
+    assert x.reshape((0, -1)).shape == (2, 12)
+    assert x.reshape((-2,)).shape == (2, 3, 4)
+    assert x.reshape((-3, 4)).shape == (6, 4)
+    assert x.reshape((-4, 1, 2, -2)).shape == (1, 2, 3, 4)
+    assert x.reshape((0, 0, -1)).shape == (2, 3, 4)
+    assert mx.nd.zeros((10, 5, 4)).reshape((-1, 0), reverse=True).shape == (50, 4)
+    with pytest.raises(ValueError):
+        x.reshape((5, -1))
+
+
+def test_first_axis_slices_are_views():
+    a = mx.nd.zeros((4, 3))
+    v = a[1:3]
+    v[:] = 5
+    expect = np.zeros((4, 3), np.float32)
+    expect[1:3] = 5
+    np.testing.assert_array_equal(a.asnumpy(), expect)
+    a[0] = 2
+    expect[0] = 2
+    np.testing.assert_array_equal(a.asnumpy(), expect)
+    a[3] = mx.nd.array([1, 2, 3])
+    expect[3] = [1, 2, 3]
+    np.testing.assert_array_equal(a.asnumpy(), expect)
+
+
+def test_getitem_matches_numpy():
+    src = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
+    a = mx.nd.array(src)
+    for key in [1, -1, slice(0, 2), slice(1, None), (1, 2), (slice(None), 1), (Ellipsis, 2), (1, slice(1, 3), 2),
+                slice(None, None, 2), (slice(None), slice(None, None, -1))]:
+        got = a[key].asnumpy()
+        ref = src[key]
+        np.testing.assert_array_equal(got.reshape(np.shape(ref)) if np.ndim(ref) else got, ref if np.ndim(ref) else [ref])
+    assert a[1].shape == (4, 5)
+    assert mx.nd.array([1, 2, 3])[1].shape == (1,)
+    np.testing.assert_array_equal(a[[0, 2]].asnumpy(), src[[0, 2]])
+    np.testing.assert_array_equal(a[mx.nd.array([2, 0])].asnumpy(), src[[2, 0]])
+    with pytest.raises(IndexError):
+        a[3]
+
+
+def test_setitem_general():
+    src = np.zeros((3, 4), np.float32)
+    a = mx.nd.array(src)
+    a[:, 1] = 7
+    src[:, 1] = 7
+    a[1:3, 2:4] = mx.nd.ones((2, 2)) * 3
+    src[1:3, 2:4] = 3
+    a[[0, 2], 0] = -1
+    src[[0, 2], 0] = -1
+    np.testing.assert_array_equal(a.asnumpy(), src)
+    a[:] = np.arange(12).reshape(3, 4)
+    np.testing.assert_array_equal(a.asnumpy(), np.arange(12).reshape(3, 4))
+
+
+def test_repr_like_mxnet():
+    r = repr(mx.nd.ones((2, 3)))
+    assert r.endswith("<NDArray 2x3 @cpu(0)>")
+    assert "[[1. 1. 1.]" in r
+
+
+def test_iteration_len_bool():
+    a = mx.nd.array([[1, 2], [3, 4]])
+    assert len(a) == 2
+    rows = [r.asnumpy() for r in a]
+    np.testing.assert_array_equal(rows[1], [3, 4])
+    assert bool(mx.nd.array([1]))
+    with pytest.raises(ValueError):
+        bool(a)
+
+
+def test_gpu_context_raises_clearly():
+    assert mx.num_gpus() == 0
+    with pytest.raises(mx.MXNetError, match="gpu"):
+        mx.nd.zeros((2,), ctx=mx.gpu())
+
+
+def test_default_context_with_block():
+    with mx.cpu(2):
+        assert mx.nd.zeros((1,)).context == mx.cpu(2)
+    assert mx.nd.zeros((1,)).context == mx.cpu(0)
+
+
+def test_pickle_roundtrip():
+    import pickle
+
+    a = mx.nd.array([[1, 2], [3, 4]], dtype="int64")
+    b = pickle.loads(pickle.dumps(a))
+    assert b.dtype == np.int64
+    assert_almost_equal(a, b)
+
+
+def test_unsupported_input_type():
+    with pytest.raises(TypeError):
+        mx.nd.array({"a": 1})
+    with pytest.raises(TypeError):
+        mx.nd.exp(np.ones(3))
