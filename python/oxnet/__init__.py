@@ -12,6 +12,8 @@ from . import engine, storage
 from . import ndarray
 from . import ndarray as nd
 from . import random
+from . import autograd
+from . import test_utils
 
 
 

@@ -328,7 +328,16 @@ class _Methods:
         if kwargs:
             raise TypeError(f"reshape: unexpected arguments {sorted(kwargs)}")
         target = _reshape_target(self.shape, tuple(int(s) for s in shape), reverse)
+        if self._has_ag and _native.is_recording():
+            return _invoke1("Reshape", [self], {"shape": target})
         return self._reshape_view(target)
+
+    def backward(self, out_grad=None, retain_graph=False, train_mode=True):
+        """Backpropagate from this array (``out_grad`` defaults to ones) into
+        the ``.grad`` of every variable it was computed from."""
+        from .. import autograd
+
+        autograd.backward([self], None if out_grad is None else [out_grad], retain_graph, train_mode)
 
     def reshape_like(self, other):
         """A view with the shape of ``other``."""
@@ -452,14 +461,18 @@ _REVERSE_OP = {
 }
 
 
+_native_invoke = _native.invoke
+
+
 def _binary(lhs, rhs, bop, sop, reverse=False, out=None):
+    # The hot path of `a + 1` / `a * b`: one Python frame, then Rust.
     if isinstance(rhs, NDArray):
         a, b = (rhs, lhs) if reverse else (lhs, rhs)
         if out is not None and a.shape != b.shape and out.shape != _bshape(a.shape, b.shape):
             raise ValueError(f"{bop}: in-place result shape {_bshape(a.shape, b.shape)} differs from {out.shape}")
-        return _invoke1(bop, [a, b], out=out)
-    if isinstance(rhs, numeric_types) or isinstance(rhs, np.generic):
-        return _invoke1(sop, [lhs], {"scalar": float(rhs)}, out=out)
+        return _native_invoke(_OPS.get(bop) or _op(bop), (a, b), None, out)[0]
+    if isinstance(rhs, (int, float, np.generic)) and not isinstance(rhs, bool) or isinstance(rhs, bool):
+        return _native_invoke(_OPS.get(sop) or _op(sop), (lhs,), {"scalar": rhs}, out)[0]
     if isinstance(rhs, np.ndarray):
         return _binary(lhs, array(rhs, ctx=lhs.context, dtype=lhs._dtype_name), bop, sop, reverse, out)
     return NotImplemented
@@ -567,9 +580,20 @@ def _getitem(self, key):
     if isinstance(key, integer_types) and not isinstance(key, bool):
         if self.ndim == 0:
             raise IndexError("too many indices for a 0-d array")
+        if self._has_ag and _native.is_recording():
+            n = self.shape[0]
+            i = int(key)
+            if i < -n or i >= n:
+                raise IndexError(f"index {i} is out of bounds for axis 0 with size {n}")
+            i %= n
+            r = _invoke1("slice_axis", [self], {"axis": 0, "begin": i, "end": i + 1})
+            return r if self.ndim == 1 else _invoke1("Reshape", [r], {"shape": self.shape[1:]})
         if self.ndim == 1:
             return self._at_index(int(key)).reshape((1,))
         return self._at_index(int(key))
+    if _is_basic_first_axis(key) and self.ndim > 0 and self._has_ag and _native.is_recording():
+        start, stop, _ = key.indices(self.shape[0])
+        return _invoke1("slice_axis", [self], {"axis": 0, "begin": start, "end": max(stop, start)})
     if _is_basic_first_axis(key) and self.ndim > 0:
         start, stop, _ = key.indices(self.shape[0])
         stop = max(stop, start)

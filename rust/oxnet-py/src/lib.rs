@@ -3,6 +3,7 @@
 //! call releases the GIL.
 use pyo3::prelude::*;
 
+mod autograd;
 mod errors;
 mod ndarray;
 mod ops;
@@ -16,5 +17,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ndarray::register(m)?;
     ops::register(m)?;
     runtime::register(m)?;
+    autograd::register(m)?;
     Ok(())
 }

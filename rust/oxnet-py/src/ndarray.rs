@@ -4,7 +4,7 @@ use crate::errors::{to_py, IntoPy};
 use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use oxnet_core::base::{fmt_shape, DevType};
 use oxnet_core::ndarray::NDArray as Core;
-use oxnet_core::{Context, DType};
+use oxnet_core::{autograd, Context, DType};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -144,6 +144,56 @@ impl NDArray {
 
     fn _is_contiguous_whole(&self) -> bool {
         self.inner.offset == 0 && self.inner.nbytes() == self.inner.chunk.nbytes
+    }
+
+    /// Attach a gradient buffer (zeros) so backward computes this array's
+    /// gradient; grad_req is 'write', 'add' or 'null'.
+    #[pyo3(signature = (grad_req="write", stype=None))]
+    fn attach_grad(&mut self, grad_req: &str, stype: Option<&str>) -> PyResult<()> {
+        if let Some(s) = stype {
+            if s != "default" {
+                return Err(PyValueError::new_err(format!("attach_grad: stype '{s}' is not supported (only 'default')")));
+            }
+        }
+        let req = autograd::GradReq::parse(grad_req).py_err()?;
+        autograd::mark_variable(&mut self.inner, None, req).py_err()
+    }
+
+    /// The gradient buffer attached by attach_grad (None if there is none).
+    #[getter]
+    fn grad(&self, py: Python<'_>) -> PyResult<Option<Py<NDArray>>> {
+        match &self.inner.ag {
+            Some(autograd::AgInfo::Variable(v)) => match v.grad.lock().clone() {
+                Some(g) => Ok(Some(wrap(py, g)?)),
+                None => Ok(None),
+            },
+            _ => Ok(None),
+        }
+    }
+
+    #[getter]
+    fn _grad_req(&self) -> Option<&'static str> {
+        match &self.inner.ag {
+            Some(autograd::AgInfo::Variable(v)) => Some(match v.req {
+                autograd::GradReq::Null => "null",
+                autograd::GradReq::Write => "write",
+                autograd::GradReq::Add => "add",
+            }),
+            _ => None,
+        }
+    }
+
+    /// True when this array takes part in autograd (a variable or recorded).
+    #[getter]
+    fn _has_ag(&self) -> bool {
+        self.inner.ag.is_some()
+    }
+
+    /// The same data, cut from the autograd graph.
+    fn detach(&self, py: Python<'_>) -> PyResult<Py<NDArray>> {
+        let mut a = self.inner.clone();
+        a.ag = None;
+        wrap(py, a)
     }
 
     fn _shape_str(&self) -> String {

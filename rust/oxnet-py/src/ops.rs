@@ -110,7 +110,7 @@ fn attrs_of(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Attrs> {
 /// outputs (which are `out` when given). Shape/dtype/parameter errors raise
 /// here; kernel errors raise at the next wait on the outputs.
 #[pyfunction]
-#[pyo3(signature = (op, inputs, kwargs=None, out=None, ctx=None, is_train=false))]
+#[pyo3(signature = (op, inputs, kwargs=None, out=None, ctx=None))]
 fn invoke(
     py: Python<'_>,
     op: &Op,
@@ -118,7 +118,6 @@ fn invoke(
     kwargs: Option<&Bound<'_, PyDict>>,
     out: Option<&Bound<'_, PyAny>>,
     ctx: Option<(i32, i32)>,
-    is_train: bool,
 ) -> PyResult<Vec<Py<NDArray>>> {
     let mut ins = Vec::new();
     for x in inputs.try_iter()? {
@@ -150,9 +149,17 @@ fn invoke(
     if oxnet_core::engine::over_limit() {
         py.detach(oxnet_core::engine::throttle);
     }
-    let res = registry::invoke(Arc::new(call), &ins, outs_core, ctx_of(ctx)?, is_train).py_err()?;
+    let res = registry::invoke(Arc::new(call), &ins, outs_core, ctx_of(ctx)?).py_err()?;
     match outs_py {
-        Some(list) => Ok(list.into_iter().map(|b| b.unbind()).collect()),
+        Some(list) => Ok(list
+            .into_iter()
+            .zip(res)
+            .map(|(b, r)| {
+                // The same memory; autograd may have attached a tape node.
+                b.borrow_mut().inner.ag = r.ag;
+                b.unbind()
+            })
+            .collect()),
         None => res.into_iter().map(|a| wrap(py, a)).collect(),
     }
 }

@@ -7,6 +7,9 @@ use crate::ops::registry::{self, Entry, GradBuilder, OpCall};
 use crate::ops::Attrs;
 use std::sync::Arc;
 
+mod tape;
+pub use tape::*;
+
 /// A `GradBuilder` whose entries are concrete arrays.
 pub struct ImperativeBuilder {
     pub vals: Vec<NDArray>,
@@ -25,7 +28,7 @@ impl GradBuilder for ImperativeBuilder {
         let attrs = Attrs(attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect());
         let call = registry::parse_call(def, attrs)?;
         let ins: Vec<NDArray> = inputs.iter().map(|&e| self.vals[e].clone()).collect();
-        let outs = registry::invoke(Arc::new(call), &ins, None, None, false)?;
+        let outs = registry::invoke(Arc::new(call), &ins, None, None)?;
         Ok(outs.into_iter().map(|a| self.push(a)).collect())
     }
 }

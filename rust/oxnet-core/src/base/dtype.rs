@@ -113,6 +113,10 @@ pub trait Elem: Copy + Send + Sync + 'static + PartialOrd + Default {
     fn from_f32(v: f32) -> Self {
         Self::from_f64(v as f64)
     }
+    /// Wrapping conversion from i64 (C semantics for integer types).
+    fn from_i64(v: i64) -> Self {
+        Self::from_f64(v as f64)
+    }
 }
 
 macro_rules! impl_elem_num {
@@ -133,6 +137,10 @@ macro_rules! impl_elem_num {
             }
             #[inline(always)]
             fn from_f32(v: f32) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn from_i64(v: i64) -> Self {
                 v as $t
             }
         }

@@ -39,6 +39,9 @@ pub struct NDArray {
     pub shape: Shape,
     /// Offset of the first element, in elements.
     pub offset: usize,
+    /// Autograd: the variable's gradient buffer, or the tape node that
+    /// produced this array while recording.
+    pub ag: Option<crate::autograd::AgInfo>,
 }
 
 /// A raw view handed to kernels. The engine guarantees that no conflicting
@@ -104,6 +107,7 @@ impl NDArray {
             chunk: Arc::new(Chunk { var: Var::new(), storage: OnceLock::new(), nbytes, dtype, ctx }),
             shape: shape.to_vec(),
             offset: 0,
+            ag: None,
         })
     }
 
@@ -146,7 +150,7 @@ impl NDArray {
                 fmt_shape(shape)
             )));
         }
-        Ok(NDArray { chunk: self.chunk.clone(), shape: shape.to_vec(), offset: self.offset })
+        Ok(NDArray { chunk: self.chunk.clone(), shape: shape.to_vec(), offset: self.offset, ag: None })
     }
 
     /// A view of rows `begin..end` of the first axis.
@@ -160,13 +164,13 @@ impl NDArray {
         let row: usize = self.shape[1..].iter().product();
         let mut shape = self.shape.clone();
         shape[0] = end - begin;
-        Ok(NDArray { chunk: self.chunk.clone(), shape, offset: self.offset + begin * row })
+        Ok(NDArray { chunk: self.chunk.clone(), shape, offset: self.offset + begin * row, ag: None })
     }
 
     /// A view of one row of the first axis (dropping that axis).
     pub fn at_view(&self, i: usize) -> Result<NDArray> {
         let v = self.slice_view(i, i + 1)?;
-        Ok(NDArray { chunk: v.chunk, shape: self.shape[1..].to_vec(), offset: v.offset })
+        Ok(NDArray { chunk: v.chunk, shape: self.shape[1..].to_vec(), offset: v.offset, ag: None })
     }
 
     pub fn wait_to_read(&self) -> Result<()> {

@@ -166,12 +166,20 @@ fn unary_kernel<U: UnaryFn>(_: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -
     match x.dtype {
         DType::F32 => map1(x.data::<f32>(), y.data_mut::<f32>(), U::f32),
         DType::F64 => map1(x.data::<f64>(), y.data_mut::<f64>(), U::f64),
-        DType::F16 => map1(x.data::<f16>(), y.data_mut::<f16>(), |v| f16::from_f32(U::f32(v.to_f32()))),
-        d => dispatch_dtype!(d, T => {
-            map1(x.data::<T>(), y.data_mut::<T>(), |v| T::from_f64(U::f64(v.to_f64())))
-        }),
+        _ => unary_other(x, y, U::f32, U::f64),
     }
     Ok(())
+}
+
+/// float16 and integer dtypes go through function pointers: one
+/// instantiation per dtype instead of one per operator and dtype.
+fn unary_other(x: &Blob, y: &Blob, f32f: fn(f32) -> f32, f64f: fn(f64) -> f64) {
+    match x.dtype {
+        DType::F16 => map1(x.data::<f16>(), y.data_mut::<f16>(), |v| f16::from_f32(f32f(v.to_f32()))),
+        d => dispatch_dtype!(d, T => {
+            map1(x.data::<T>(), y.data_mut::<T>(), |v| T::from_f64(f64f(v.to_f64())))
+        }),
+    }
 }
 
 macro_rules! unary_op {
@@ -335,16 +343,25 @@ fn binary_kernel<F: BinaryFn>(_: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx)
     match a.dtype {
         DType::F32 => map2(a.data::<f32>(), ash, b.data::<f32>(), bsh, y.data_mut::<f32>(), ysh, F::f32),
         DType::F64 => map2(a.data::<f64>(), ash, b.data::<f64>(), bsh, y.data_mut::<f64>(), ysh, F::f64),
-        DType::F16 => map2(a.data::<f16>(), ash, b.data::<f16>(), bsh, y.data_mut::<f16>(), ysh, |p, q| {
-            f16::from_f32(F::f32(p.to_f32(), q.to_f32()))
-        }),
-        DType::U8 => map2(a.data::<u8>(), ash, b.data::<u8>(), bsh, y.data_mut::<u8>(), ysh, |p, q| F::i64(p as i64, q as i64) as u8),
-        DType::I8 => map2(a.data::<i8>(), ash, b.data::<i8>(), bsh, y.data_mut::<i8>(), ysh, |p, q| F::i64(p as i64, q as i64) as i8),
-        DType::I32 => map2(a.data::<i32>(), ash, b.data::<i32>(), bsh, y.data_mut::<i32>(), ysh, |p, q| F::i64(p as i64, q as i64) as i32),
-        DType::I64 => map2(a.data::<i64>(), ash, b.data::<i64>(), bsh, y.data_mut::<i64>(), ysh, F::i64),
-        DType::Bool => map2(a.data::<bool>(), ash, b.data::<bool>(), bsh, y.data_mut::<bool>(), ysh, |p, q| F::i64(p as i64, q as i64) != 0),
+        _ => binary_other(a, b, y, F::f32, F::i64),
     }
     Ok(())
+}
+
+/// float16 and integer dtypes through function pointers (see unary_other).
+fn binary_other(a: &Blob, b: &Blob, y: &Blob, f32f: fn(f32, f32) -> f32, i64f: fn(i64, i64) -> i64) {
+    let (ash, bsh, ysh) = (&a.shape, &b.shape, &y.shape);
+    match a.dtype {
+        DType::F16 => map2(a.data::<f16>(), ash, b.data::<f16>(), bsh, y.data_mut::<f16>(), ysh, |p, q| {
+            f16::from_f32(f32f(p.to_f32(), q.to_f32()))
+        }),
+        DType::U8 => map2(a.data::<u8>(), ash, b.data::<u8>(), bsh, y.data_mut::<u8>(), ysh, |p, q| i64f(p as i64, q as i64) as u8),
+        DType::I8 => map2(a.data::<i8>(), ash, b.data::<i8>(), bsh, y.data_mut::<i8>(), ysh, |p, q| i64f(p as i64, q as i64) as i8),
+        DType::I32 => map2(a.data::<i32>(), ash, b.data::<i32>(), bsh, y.data_mut::<i32>(), ysh, |p, q| i64f(p as i64, q as i64) as i32),
+        DType::I64 => map2(a.data::<i64>(), ash, b.data::<i64>(), bsh, y.data_mut::<i64>(), ysh, i64f),
+        DType::Bool => map2(a.data::<bool>(), ash, b.data::<bool>(), bsh, y.data_mut::<bool>(), ysh, |p, q| i64f(p as i64, q as i64) != 0),
+        DType::F32 | DType::F64 => unreachable!("handled by the generic kernel"),
+    }
 }
 
 fn infer_broadcast(call: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
@@ -528,34 +545,46 @@ fn parse_scalar(a: &Attrs) -> Result<Params> {
 fn scalar_kernel<F: BinaryFn, const REV: bool>(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> {
     let s = c.p::<ScalarParam>().scalar;
     let (x, y) = (&i[0], &o[0]);
-    macro_rules! go {
-        ($T:ty, $f:expr, $sv:expr) => {{
-            let sv = $sv;
-            if REV {
-                map1(x.data::<$T>(), y.data_mut::<$T>(), |v| $f(sv, v))
-            } else {
-                map1(x.data::<$T>(), y.data_mut::<$T>(), |v| $f(v, sv))
-            }
-        }};
-    }
     match x.dtype {
-        DType::F32 => go!(f32, F::f32, s as f32),
-        DType::F64 => go!(f64, F::f64, s),
-        DType::F16 => {
+        DType::F32 => {
             let sv = s as f32;
             if REV {
-                map1(x.data::<f16>(), y.data_mut::<f16>(), |v| f16::from_f32(F::f32(sv, v.to_f32())))
+                map1(x.data::<f32>(), y.data_mut::<f32>(), |v| F::f32(sv, v))
             } else {
-                map1(x.data::<f16>(), y.data_mut::<f16>(), |v| f16::from_f32(F::f32(v.to_f32(), sv)))
+                map1(x.data::<f32>(), y.data_mut::<f32>(), |v| F::f32(v, sv))
             }
         }
-        DType::U8 => go!(u8, |p: u8, q: u8| F::i64(p as i64, q as i64) as u8, s as u8),
-        DType::I8 => go!(i8, |p: i8, q: i8| F::i64(p as i64, q as i64) as i8, s as i8),
-        DType::I32 => go!(i32, |p: i32, q: i32| F::i64(p as i64, q as i64) as i32, s as i32),
-        DType::I64 => go!(i64, F::i64, s as i64),
-        DType::Bool => go!(bool, |p: bool, q: bool| F::i64(p as i64, q as i64) != 0, s != 0.0),
+        DType::F64 => {
+            if REV {
+                map1(x.data::<f64>(), y.data_mut::<f64>(), |v| F::f64(s, v))
+            } else {
+                map1(x.data::<f64>(), y.data_mut::<f64>(), |v| F::f64(v, s))
+            }
+        }
+        _ => scalar_other(x, y, s, REV, F::f32, F::i64),
     }
     Ok(())
+}
+
+/// float16 and integer dtypes through function pointers (see unary_other).
+fn scalar_other(x: &Blob, y: &Blob, s: f64, rev: bool, f32f: fn(f32, f32) -> f32, i64f: fn(i64, i64) -> i64) {
+    if x.dtype == DType::F16 {
+        let sv = s as f32;
+        let f = |v: f16| {
+            let v = v.to_f32();
+            f16::from_f32(if rev { f32f(sv, v) } else { f32f(v, sv) })
+        };
+        map1(x.data::<f16>(), y.data_mut::<f16>(), f);
+        return;
+    }
+    // The scalar is cast to the array's dtype first, as MXNet does.
+    let si = dispatch_dtype!(x.dtype, T => T::from_f64(s.trunc()).to_f64() as i64);
+    dispatch_dtype!(x.dtype, T => {
+        map1(x.data::<T>(), y.data_mut::<T>(), |v| {
+            let v = v.to_f64() as i64;
+            T::from_i64(if rev { i64f(si, v) } else { i64f(v, si) })
+        })
+    });
 }
 
 fn sg(c: &OpCall) -> f64 {

@@ -279,8 +279,8 @@ pub fn invoke(
     inputs: &[NDArray],
     out: Option<Vec<NDArray>>,
     ctx: Option<Context>,
-    is_train: bool,
 ) -> Result<Vec<NDArray>> {
+    let is_train = crate::autograd::is_training();
     let def = call.def;
     let n_in = def.n_inputs(&call);
     if inputs.len() != n_in {
@@ -361,6 +361,8 @@ pub fn invoke(
     let inline = out_bytes.max(in_bytes) <= crate::ndarray::INLINE_BYTES || crate::engine::bulk_size() > 1;
     let ins = inputs.to_vec();
     let outs = outputs.clone();
+    let mut outputs = outputs;
+    crate::autograd::record_op(&call, inputs, &mut outputs);
     crate::engine::push(
         def.name,
         ctx,
@@ -380,5 +382,12 @@ pub fn invoke(
 pub fn call(name: &str, attrs: &[(&str, &str)], inputs: &[NDArray]) -> Result<Vec<NDArray>> {
     let def = lookup(name)?;
     let c = parse_call(def, Attrs::from_pairs(attrs))?;
-    invoke(Arc::new(c), inputs, None, None, false)
+    invoke(Arc::new(c), inputs, None, None)
+}
+
+/// Like `call`, writing into `out`.
+pub fn call_into(name: &str, attrs: &[(&str, &str)], inputs: &[NDArray], out: &[NDArray]) -> Result<Vec<NDArray>> {
+    let def = lookup(name)?;
+    let c = parse_call(def, Attrs::from_pairs(attrs))?;
+    invoke(Arc::new(c), inputs, Some(out.to_vec()), None)
 }

@@ -1,0 +1,363 @@
+//! Recording and backward. While recording, every operator invoked on an
+//! array that takes part in differentiation appends a node to the tape (the
+//! node hangs off its outputs: no global list, so unused graphs are freed
+//! with their arrays). Backward walks the nodes from the heads in reverse
+//! topological order and runs each node's gradient rule, which is made of
+//! registered operators (so it can itself be recorded: `create_graph`).
+use super::ImperativeBuilder;
+use crate::base::{Context, DType, Shape};
+use crate::error::{Error, Result};
+use crate::ndarray::NDArray;
+use crate::ops::registry::{self, Entry, OpCall};
+use crate::ops::Attrs;
+use parking_lot::Mutex;
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+thread_local! {
+    static RECORDING: Cell<bool> = const { Cell::new(false) };
+    static TRAINING: Cell<bool> = const { Cell::new(false) };
+}
+
+pub fn is_recording() -> bool {
+    RECORDING.with(|c| c.get())
+}
+pub fn is_training() -> bool {
+    TRAINING.with(|c| c.get())
+}
+/// Returns the previous state.
+pub fn set_recording(on: bool) -> bool {
+    RECORDING.with(|c| c.replace(on))
+}
+/// Returns the previous state.
+pub fn set_training(on: bool) -> bool {
+    TRAINING.with(|c| c.replace(on))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GradReq {
+    Null,
+    Write,
+    Add,
+}
+
+impl GradReq {
+    pub fn parse(s: &str) -> Result<GradReq> {
+        match s {
+            "null" => Ok(GradReq::Null),
+            "write" | "inplace" => Ok(GradReq::Write),
+            "add" => Ok(GradReq::Add),
+            _ => Err(Error::Param(format!("grad_req must be 'write', 'add' or 'null', got '{s}'"))),
+        }
+    }
+}
+
+/// A variable: the leaf whose gradient backward writes.
+pub struct VarGrad {
+    pub grad: Mutex<Option<NDArray>>,
+    pub req: GradReq,
+}
+
+#[derive(Clone)]
+pub enum AgInfo {
+    Variable(Arc<VarGrad>),
+    Output { node: Arc<TapeNode>, index: usize },
+}
+
+pub type CustomBackward = Box<dyn Fn(&[NDArray]) -> Result<Vec<Option<NDArray>>> + Send + Sync>;
+
+pub enum Backward {
+    Op(Arc<OpCall>),
+    Custom(CustomBackward),
+}
+
+struct Saved {
+    inputs: Vec<NDArray>,
+    outputs: Vec<NDArray>,
+}
+
+pub struct TapeNode {
+    backward: Backward,
+    input_ag: Vec<Option<AgInfo>>,
+    saved: Mutex<Option<Saved>>,
+    out_meta: Vec<(Shape, DType, Context)>,
+    pub name: String,
+}
+
+fn strip(a: &NDArray) -> NDArray {
+    let mut b = a.clone();
+    b.ag = None;
+    b
+}
+
+fn record(backward: Backward, name: String, inputs: &[NDArray], outputs: &mut [NDArray]) {
+    let node = Arc::new(TapeNode {
+        backward,
+        input_ag: inputs.iter().map(|a| a.ag.clone()).collect(),
+        saved: Mutex::new(Some(Saved {
+            inputs: inputs.to_vec(),
+            outputs: outputs.iter().map(strip).collect(),
+        })),
+        out_meta: outputs.iter().map(|a| (a.shape.clone(), a.dtype(), a.ctx())).collect(),
+        name,
+    });
+    for (i, o) in outputs.iter_mut().enumerate() {
+        o.ag = Some(AgInfo::Output { node: node.clone(), index: i });
+    }
+}
+
+/// Called by `registry::invoke` after pushing an operator.
+pub fn record_op(call: &Arc<OpCall>, inputs: &[NDArray], outputs: &mut [NDArray]) {
+    if !is_recording() || inputs.iter().all(|a| a.ag.is_none()) {
+        return;
+    }
+    if call.def.grad.is_none() {
+        // Recorded anyway: backward through it raises a clear error.
+    }
+    record(Backward::Op(call.clone()), call.def.name.to_string(), inputs, outputs);
+}
+
+/// Record a node whose gradient is computed by `backward` (autograd.Function).
+pub fn record_custom(name: &str, backward: CustomBackward, inputs: &[NDArray], outputs: &mut [NDArray]) {
+    if inputs.iter().all(|a| a.ag.is_none()) {
+        return;
+    }
+    record(Backward::Custom(backward), name.to_string(), inputs, outputs);
+}
+
+pub fn mark_variable(a: &mut NDArray, grad: Option<NDArray>, req: GradReq) -> Result<()> {
+    let grad = match grad {
+        Some(g) => g,
+        None => {
+            let g = NDArray::empty(&a.shape, a.dtype(), a.ctx())?;
+            registry::call_into("_zeros", &[("shape", &crate::base::fmt_shape(&a.shape)), ("dtype", a.dtype().name())], &[], &[g.clone()])?;
+            g
+        }
+    };
+    a.ag = Some(AgInfo::Variable(Arc::new(VarGrad { grad: Mutex::new(Some(grad)), req })));
+    Ok(())
+}
+
+fn key(node: &Arc<TapeNode>) -> usize {
+    Arc::as_ptr(node) as usize
+}
+
+fn add(a: NDArray, b: NDArray) -> Result<NDArray> {
+    Ok(registry::call("elemwise_add", &[], &[a, b])?.remove(0))
+}
+
+/// Restores the recording/training state on drop.
+struct ModeGuard(bool, bool);
+impl Drop for ModeGuard {
+    fn drop(&mut self) {
+        set_recording(self.0);
+        set_training(self.1);
+    }
+}
+
+/// Backpropagate from `heads`. With `variables`, return their gradients
+/// (autograd.grad); otherwise write each variable's gradient per its
+/// grad_req (autograd.backward) and return an empty list.
+pub fn backward(
+    heads: &[NDArray],
+    head_grads: &[Option<NDArray>],
+    variables: Option<&[NDArray]>,
+    retain_graph: bool,
+    create_graph: bool,
+    train: bool,
+) -> Result<Vec<Option<NDArray>>> {
+    let _guard = ModeGuard(set_recording(create_graph), set_training(train));
+    let mut grads: HashMap<(usize, usize), NDArray> = HashMap::new();
+    let mut var_grads: Vec<(Arc<VarGrad>, NDArray)> = Vec::new();
+    let mut roots: Vec<Arc<TapeNode>> = Vec::new();
+
+    fn add_var(var_grads: &mut Vec<(Arc<VarGrad>, NDArray)>, v: &Arc<VarGrad>, g: NDArray) -> Result<()> {
+        if let Some(e) = var_grads.iter_mut().find(|(w, _)| Arc::ptr_eq(w, v)) {
+            e.1 = add(e.1.clone(), g)?;
+        } else {
+            var_grads.push((v.clone(), g));
+        }
+        Ok(())
+    }
+
+    for (i, h) in heads.iter().enumerate() {
+        let hg = match head_grads.get(i).cloned().flatten() {
+            Some(g) => {
+                if g.shape != h.shape {
+                    return Err(Error::Shape(format!(
+                        "backward: head_grads[{i}] has shape {}, head has shape {}",
+                        crate::base::fmt_shape(&g.shape),
+                        crate::base::fmt_shape(&h.shape)
+                    )));
+                }
+                g
+            }
+            None => registry::call("ones_like", &[], &[strip(h)])?.remove(0),
+        };
+        match &h.ag {
+            Some(AgInfo::Output { node, index }) => {
+                let k = (key(node), *index);
+                let g = match grads.remove(&k) {
+                    Some(prev) => add(prev, hg)?,
+                    None => hg,
+                };
+                grads.insert(k, g);
+                roots.push(node.clone());
+            }
+            Some(AgInfo::Variable(v)) => add_var(&mut var_grads, v, hg)?,
+            None => {
+                return Err(Error::Param(
+                    "backward: a head was not computed while recording from arrays that require a gradient \
+                     (use attach_grad() and autograd.record())"
+                        .into(),
+                ))
+            }
+        }
+    }
+
+    // Reverse topological order by iterative post-order DFS.
+    let mut order: Vec<Arc<TapeNode>> = Vec::new();
+    let mut seen: std::collections::HashSet<usize> = std::collections::HashSet::new();
+    for r in roots {
+        if !seen.insert(key(&r)) {
+            continue;
+        }
+        let mut stack: Vec<(Arc<TapeNode>, usize)> = vec![(r, 0)];
+        while let Some((n, i)) = stack.pop() {
+            if i < n.input_ag.len() {
+                stack.push((n.clone(), i + 1));
+                if let Some(AgInfo::Output { node, .. }) = &n.input_ag[i] {
+                    if seen.insert(key(node)) {
+                        stack.push((node.clone(), 0));
+                    }
+                }
+            } else {
+                order.push(n);
+            }
+        }
+    }
+
+    for node in order.iter().rev() {
+        let k = key(node);
+        let n_out = node.out_meta.len();
+        let have: Vec<Option<NDArray>> = (0..n_out).map(|i| grads.remove(&(k, i))).collect();
+        if have.iter().all(|g| g.is_none()) {
+            continue;
+        }
+        let mut ograds = Vec::with_capacity(n_out);
+        for (i, g) in have.into_iter().enumerate() {
+            ograds.push(match g {
+                Some(g) => g,
+                None => {
+                    let (s, d, c) = &node.out_meta[i];
+                    let z = NDArray::empty(s, *d, *c)?;
+                    registry::call_into("_zeros", &[("shape", &crate::base::fmt_shape(s)), ("dtype", d.name())], &[], &[z.clone()])?;
+                    z
+                }
+            });
+        }
+        let saved_guard = node.saved.lock();
+        let saved = saved_guard.as_ref().ok_or_else(|| {
+            Error::Param(format!(
+                "backward: the graph through '{}' was freed by an earlier backward; pass retain_graph=True to \
+                 backpropagate through it again",
+                node.name
+            ))
+        })?;
+        let in_grads: Vec<Option<NDArray>> = match &node.backward {
+            Backward::Op(call) => {
+                let gf = call.def.grad.ok_or_else(|| {
+                    Error::Param(format!("{}: operator has no gradient", call.def.name))
+                })?;
+                let mut b = ImperativeBuilder { vals: Vec::new() };
+                let ie: Vec<Entry> = saved.inputs.iter().map(|a| b.push(a.clone())).collect();
+                let oe: Vec<Entry> = saved
+                    .outputs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, a)| {
+                        let mut a = a.clone();
+                        if create_graph {
+                            a.ag = Some(AgInfo::Output { node: node.clone(), index: i });
+                        }
+                        b.push(a)
+                    })
+                    .collect();
+                let ge: Vec<Entry> = ograds.iter().map(|a| b.push(a.clone())).collect();
+                let res = gf(call, &mut b, &ie, &oe, &ge).map_err(|e| e.in_op(call.def.name))?;
+                res.into_iter().map(|e| e.map(|e| b.vals[e].clone())).collect()
+            }
+            Backward::Custom(f) => f(&ograds)?,
+        };
+        drop(saved_guard);
+        if !retain_graph {
+            *node.saved.lock() = None;
+        }
+        for (j, g) in in_grads.into_iter().enumerate() {
+            let Some(g) = g else { continue };
+            match node.input_ag.get(j).cloned().flatten() {
+                Some(AgInfo::Output { node: src, index }) => {
+                    let kk = (key(&src), index);
+                    let g = match grads.remove(&kk) {
+                        Some(prev) => add(prev, g)?,
+                        None => g,
+                    };
+                    grads.insert(kk, g);
+                }
+                Some(AgInfo::Variable(v)) => add_var(&mut var_grads, &v, g)?,
+                None => {}
+            }
+        }
+    }
+
+    if let Some(vars) = variables {
+        let mut out = Vec::with_capacity(vars.len());
+        for v in vars {
+            match &v.ag {
+                Some(AgInfo::Variable(vg)) => {
+                    out.push(var_grads.iter().find(|(w, _)| Arc::ptr_eq(w, vg)).map(|(_, g)| g.clone()))
+                }
+                _ => {
+                    return Err(Error::Param(
+                        "grad: every variable must have a gradient buffer (call attach_grad() first)".into(),
+                    ))
+                }
+            }
+        }
+        return Ok(out);
+    }
+    for (v, g) in var_grads {
+        let mut slot = v.grad.lock();
+        match v.req {
+            GradReq::Null => {}
+            GradReq::Write | GradReq::Add => {
+                let dst = match slot.as_ref() {
+                    Some(d) => d.clone(),
+                    None => {
+                        *slot = Some(g);
+                        continue;
+                    }
+                };
+                let mut res = if v.req == GradReq::Write {
+                    if g.dtype() != dst.dtype() {
+                        registry::call_into("Cast", &[("dtype", dst.dtype().name())], &[g.clone()], &[strip(&dst)])?
+                    } else {
+                        registry::call_into("_copy", &[], &[g.clone()], &[strip(&dst)])?
+                    }
+                } else {
+                    registry::call_into("elemwise_add", &[], &[strip(&dst), g.clone()], &[strip(&dst)])?
+                };
+                let mut newd = res.remove(0);
+                newd.ag = if create_graph { g.ag.clone() } else { None };
+                *slot = Some(newd);
+            }
+        }
+    }
+    Ok(Vec::new())
+}
+
+/// Attributes in the form the builder takes.
+pub fn attrs_of(pairs: &[(&str, String)]) -> Attrs {
+    Attrs(pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect())
+}
