@@ -4,6 +4,8 @@ pub mod registry;
 pub mod kernels;
 pub mod elemwise;
 pub mod init;
+pub mod reduce;
+pub mod index;
 
 pub use attrs::Attrs;
 pub use registry::{call, invoke, lookup, OpCall, OpDef};

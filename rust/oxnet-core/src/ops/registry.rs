@@ -196,6 +196,8 @@ pub fn infer_type_same(call: &OpCall, ins: &mut [Option<DType>], outs: &mut [Opt
 const FAMILIES: &[&[&OpDef]] = &[
     super::elemwise::OPS,
     super::init::OPS,
+    super::reduce::OPS,
+    super::index::OPS,
 ];
 
 struct Registry {

@@ -1,0 +1,921 @@
+//! Indexing and ordering: take, pick, one_hot, sort, argsort, topk, and the
+//! internal ops their gradients use (`_take_grad`, `_pick_grad`,
+//! `_gather_along_axis`, `_scatter_add_along_axis`), each with its own
+//! gradient so second-order differentiation works.
+//!
+//! Index inputs may have any dtype; float indices are truncated towards
+//! zero (C cast), as in MXNet 1.x.
+use super::kernels::PAR_GRAIN;
+use super::reduce::reduce_axis_plan;
+use super::registry::{Entry, GradBuilder, KernelCtx, OpCall, OpDef};
+use crate::base::dtype::Elem;
+use crate::base::shape::{norm_axis, numel};
+use crate::base::{fmt_shape, DType, Shape};
+use crate::dispatch_dtype;
+use crate::error::{Error, Result};
+use crate::ndarray::Blob;
+use rayon::prelude::*;
+use std::cmp::Ordering;
+
+type B<'a> = &'a mut dyn GradBuilder;
+
+const NO_GRAD: Option<super::registry::GradFn> = Some(|_, _, i, _, _| Ok(vec![None; i.len()]));
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Clip,
+    Wrap,
+    Raise,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Clip => "clip",
+            Mode::Wrap => "wrap",
+            Mode::Raise => "raise",
+        }
+    }
+    fn parse(op: &str, a: &super::attrs::Attrs, allowed: &[&str]) -> Result<Mode> {
+        Ok(match a.p(op).choice("mode", "clip", allowed)?.as_str() {
+            "clip" => Mode::Clip,
+            "wrap" => Mode::Wrap,
+            _ => Mode::Raise,
+        })
+    }
+}
+
+/// (elements before axis, extent of axis, elements after axis).
+fn split3(s: &[usize], ax: usize) -> (usize, usize, usize) {
+    (s[..ax].iter().product(), s[ax], s[ax + 1..].iter().product())
+}
+
+/// Read index values as f64 (any dtype).
+fn index_values(b: &Blob) -> Vec<f64> {
+    dispatch_dtype!(b.dtype, T => b.data::<T>().iter().map(|v| v.to_f64()).collect())
+}
+
+/// Map index values to positions in [0, n) according to `mode`.
+fn resolve(op: &str, vals: &[f64], n: usize, mode: Mode) -> Result<Vec<usize>> {
+    if n == 0 {
+        if vals.is_empty() {
+            return Ok(Vec::new());
+        }
+        return Err(Error::Index(format!("{op}: cannot index an axis of size 0")));
+    }
+    let ni = n as i64;
+    vals.iter()
+        .map(|&v| {
+            let j = v as i64; // truncation towards zero, like a C cast
+            Ok(match mode {
+                Mode::Clip => j.clamp(0, ni - 1) as usize,
+                Mode::Wrap => j.rem_euclid(ni) as usize,
+                Mode::Raise => {
+                    if v.is_nan() || v < 0.0 || v > (ni - 1) as f64 {
+                        return Err(Error::Index(format!(
+                            "{op}: index {v} is out of bounds for an axis of size {n} (mode='raise')"
+                        )));
+                    }
+                    j as usize
+                }
+            })
+        })
+        .collect()
+}
+
+fn fill_index_type(ins: &mut [Option<DType>], k: usize) {
+    if ins[k].is_none() {
+        ins[k] = Some(DType::F32);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// take
+// ---------------------------------------------------------------------------
+
+pub struct TakeParam {
+    axis: i64,
+    mode: Mode,
+}
+
+fn parse_take(op: &str, a: &super::attrs::Attrs) -> Result<TakeParam> {
+    Ok(TakeParam { axis: a.p(op).i64("axis", 0)?, mode: Mode::parse(op, a, &["clip", "wrap", "raise"])? })
+}
+
+fn take_attrs(p: &TakeParam) -> Vec<(&'static str, String)> {
+    vec![("axis", p.axis.to_string()), ("mode", p.mode.name().to_string())]
+}
+
+fn take_shape(op: &str, a: &[usize], idx: &[usize], axis: i64) -> Result<(usize, Shape)> {
+    if a.is_empty() {
+        return Err(Error::Shape(format!("{op}: data must have at least one dimension, got shape ()")));
+    }
+    let ax = norm_axis(op, axis, a.len()).map_err(|_| {
+        Error::Param(format!(
+            "{op}: axis {axis} is out of range for data of shape {} ({} dimensions)",
+            fmt_shape(a),
+            a.len()
+        ))
+    })?;
+    let mut out = a[..ax].to_vec();
+    out.extend_from_slice(idx);
+    out.extend_from_slice(&a[ax + 1..]);
+    Ok((ax, out))
+}
+
+pub static TAKE: OpDef = OpDef {
+    name: "take",
+    doc: "Take elements of a along axis at the given indices (mode clip, wrap or raise for out-of-range indices).",
+    inputs: &["a", "indices"],
+    parse: |a| Ok(Box::new(parse_take("take", a)?)),
+    infer_shape: |c, ins, outs| {
+        if let (Some(a), Some(i)) = (&ins[0], &ins[1]) {
+            outs[0] = Some(take_shape("take", a, i, c.p::<TakeParam>().axis)?.1);
+        }
+        Ok(())
+    },
+    infer_type: |_, ins, outs| {
+        fill_index_type(ins, 1);
+        if ins[0].is_none() {
+            ins[0] = outs[0];
+        }
+        outs[0] = ins[0];
+        Ok(())
+    },
+    cpu: Some(|c, i, o, _| {
+        let p = c.p::<TakeParam>();
+        let (a, ib, y) = (&i[0], &i[1], &o[0]);
+        let (ax, _) = take_shape("take", &a.shape, &ib.shape, p.axis)?;
+        let (pre, n, post) = split3(&a.shape, ax);
+        let idx = resolve("take", &index_values(ib), n, p.mode)?;
+        let ni = idx.len();
+        let row = post * a.dtype.size();
+        if row == 0 || ni == 0 || pre == 0 {
+            return Ok(());
+        }
+        let (src, dst) = (a.bytes(), y.bytes_mut());
+        let copy = |r: usize, d: &mut [u8]| {
+            let (pi, k) = (r / ni, r % ni);
+            let s = (pi * n + idx[k]) * row;
+            d.copy_from_slice(&src[s..s + row]);
+        };
+        if y.nbytes() >= 8 * PAR_GRAIN {
+            dst.par_chunks_mut(row).enumerate().with_min_len((PAR_GRAIN / row).max(1)).for_each(|(r, d)| copy(r, d));
+        } else {
+            dst.chunks_mut(row).enumerate().for_each(|(r, d)| copy(r, d));
+        }
+        Ok(())
+    }),
+    grad: Some(|c, b, x, _, g| {
+        let a = take_attrs(c.p::<TakeParam>());
+        Ok(vec![Some(b.op1("_take_grad", &a, &[g[0], x[1], x[0]])?), None])
+    }),
+    ..OpDef::BASE
+};
+
+pub static TAKE_GRAD: OpDef = OpDef {
+    name: "_take_grad",
+    doc: "Gradient of take: scatter-add ograd into zeros of data's shape at the taken positions.",
+    inputs: &["ograd", "indices", "data"],
+    parse: |a| Ok(Box::new(parse_take("_take_grad", a)?)),
+    infer_shape: |c, ins, outs| {
+        if let (Some(d), Some(i)) = (ins[2].clone(), ins[1].clone()) {
+            let (d, i) = (&d, &i);
+            let (_, ts) = take_shape("_take_grad", d, i, c.p::<TakeParam>().axis)?;
+            match &ins[0] {
+                None => ins[0] = Some(ts),
+                Some(g) if *g != ts => {
+                    return Err(Error::Shape(format!(
+                        "_take_grad: ograd shape {} does not match take's output shape {} (data {}, indices {})",
+                        fmt_shape(g),
+                        fmt_shape(&ts),
+                        fmt_shape(d),
+                        fmt_shape(i)
+                    )))
+                }
+                _ => {}
+            }
+            outs[0] = Some(d.clone());
+        }
+        Ok(())
+    },
+    infer_type: |_, ins, outs| {
+        fill_index_type(ins, 1);
+        if ins[0].is_none() {
+            ins[0] = outs[0].or(ins[2]);
+        }
+        outs[0] = ins[0];
+        Ok(())
+    },
+    cpu: Some(|c, i, o, _| {
+        let p = c.p::<TakeParam>();
+        let (g, ib, y) = (&i[0], &i[1], &o[0]);
+        let (ax, _) = take_shape("_take_grad", &y.shape, &ib.shape, p.axis)?;
+        let (pre, n, post) = split3(&y.shape, ax);
+        let idx = resolve("_take_grad", &index_values(ib), n, p.mode)?;
+        let ni = idx.len();
+        dispatch_dtype!(g.dtype, T => {
+            let gv = g.data::<T>();
+            let yv = y.data_mut::<T>();
+            let block = |pi: usize, yb: &mut [T]| {
+                let mut acc = vec![0f64; n * post];
+                for (k, &j) in idx.iter().enumerate() {
+                    let gs = &gv[(pi * ni + k) * post..(pi * ni + k + 1) * post];
+                    for (a, &v) in acc[j * post..(j + 1) * post].iter_mut().zip(gs) {
+                        *a += v.to_f64();
+                    }
+                }
+                for (yv, a) in yb.iter_mut().zip(acc) {
+                    *yv = T::from_f64(a);
+                }
+            };
+            let blk = n * post;
+            if blk == 0 {
+                return Ok(());
+            }
+            if g.size() + y.size() >= 2 * PAR_GRAIN && pre > 1 {
+                yv.par_chunks_mut(blk).enumerate().for_each(|(pi, yb)| block(pi, yb));
+            } else {
+                yv.chunks_mut(blk).enumerate().for_each(|(pi, yb)| block(pi, yb));
+            }
+        });
+        Ok(())
+    }),
+    grad: Some(|c, b, x, _, g| {
+        let a = take_attrs(c.p::<TakeParam>());
+        Ok(vec![Some(b.op1("take", &a, &[g[0], x[1]])?), None, None])
+    }),
+    ..OpDef::BASE
+};
+
+// ---------------------------------------------------------------------------
+// pick
+// ---------------------------------------------------------------------------
+
+pub struct PickParam {
+    axis: i64,
+    keepdims: bool,
+    mode: Mode,
+}
+
+fn parse_pick(op: &str, a: &super::attrs::Attrs) -> Result<PickParam> {
+    let p = a.p(op);
+    if a.raw("axis").map(|v| v.trim() == "None").unwrap_or(false) {
+        return Err(Error::Param(format!("{op}: axis=None is not supported (as in MXNet 1.x); give an integer axis")));
+    }
+    Ok(PickParam { axis: p.i64("axis", -1)?, keepdims: p.bool("keepdims", false)?, mode: Mode::parse(op, a, &["clip", "wrap"])? })
+}
+
+fn pick_attrs(p: &PickParam) -> Vec<(&'static str, String)> {
+    vec![
+        ("axis", p.axis.to_string()),
+        ("keepdims", if p.keepdims { "True" } else { "False" }.to_string()),
+        ("mode", p.mode.name().to_string()),
+    ]
+}
+
+/// Returns ((pre, n, post), output shape, accepted index shape).
+fn pick_plan(op: &str, d: &[usize], idx: Option<&[usize]>, p: &PickParam) -> Result<((usize, usize, usize), Shape, Shape)> {
+    let (dims, out) = reduce_axis_plan(op, d, Some(p.axis), p.keepdims)?;
+    // The index may come with or without the picked axis kept (size 1).
+    let want = |keep: bool| -> Result<Shape> { Ok(reduce_axis_plan(op, d, Some(p.axis), keep)?.1) };
+    let ishape = match idx {
+        Some(i) if i.len() == d.len() => want(true)?,
+        Some(_) | None => want(p.keepdims)?,
+    };
+    if let Some(i) = idx {
+        if i != ishape.as_slice() && !(numel(i) == numel(&ishape) && want(!p.keepdims)? == i) {
+            return Err(Error::Shape(format!(
+                "{op}: index shape {} does not match data shape {} with axis={} (expected {})",
+                fmt_shape(i),
+                fmt_shape(d),
+                p.axis,
+                fmt_shape(&ishape)
+            )));
+        }
+    }
+    Ok((dims, out, ishape))
+}
+
+pub static PICK: OpDef = OpDef {
+    name: "pick",
+    doc: "Pick one element per position along axis, at the given index (mode clip or wrap).",
+    inputs: &["data", "index"],
+    parse: |a| Ok(Box::new(parse_pick("pick", a)?)),
+    infer_shape: |c, ins, outs| {
+        if let Some(d) = &ins[0] {
+            let (_, out, ishape) = pick_plan("pick", d, ins[1].as_deref(), c.p::<PickParam>())?;
+            if ins[1].is_none() {
+                ins[1] = Some(ishape);
+            }
+            outs[0] = Some(out);
+        }
+        Ok(())
+    },
+    infer_type: |_, ins, outs| {
+        fill_index_type(ins, 1);
+        if ins[0].is_none() {
+            ins[0] = outs[0];
+        }
+        outs[0] = ins[0];
+        Ok(())
+    },
+    cpu: Some(|c, i, o, _| {
+        let p = c.p::<PickParam>();
+        let (d, ib, y) = (&i[0], &i[1], &o[0]);
+        let ((_, n, post), _, _) = pick_plan("pick", &d.shape, Some(&ib.shape), p)?;
+        let idx = resolve("pick", &index_values(ib), n, p.mode)?;
+        dispatch_dtype!(d.dtype, T => {
+            let (dv, yv) = (d.data::<T>(), y.data_mut::<T>());
+            for (r, (yv, &j)) in yv.iter_mut().zip(&idx).enumerate() {
+                let (pi, q) = (r / post, r % post);
+                *yv = dv[(pi * n + j) * post + q];
+            }
+        });
+        Ok(())
+    }),
+    grad: Some(|c, b, x, _, g| {
+        let a = pick_attrs(c.p::<PickParam>());
+        Ok(vec![Some(b.op1("_pick_grad", &a, &[g[0], x[1], x[0]])?), None])
+    }),
+    ..OpDef::BASE
+};
+
+pub static PICK_GRAD: OpDef = OpDef {
+    name: "_pick_grad",
+    doc: "Gradient of pick: ograd placed at the picked positions of zeros shaped like data.",
+    inputs: &["ograd", "index", "data"],
+    parse: |a| Ok(Box::new(parse_pick("_pick_grad", a)?)),
+    infer_shape: |c, ins, outs| {
+        if let Some(d) = ins[2].clone() {
+            let d = &d;
+            let (_, out, ishape) = pick_plan("_pick_grad", d, ins[1].as_deref(), c.p::<PickParam>())?;
+            if ins[1].is_none() {
+                ins[1] = Some(ishape);
+            }
+            match &ins[0] {
+                None => ins[0] = Some(out),
+                Some(g) if *g != out => {
+                    return Err(Error::Shape(format!(
+                        "_pick_grad: ograd shape {} does not match pick's output shape {} for data shape {}",
+                        fmt_shape(g),
+                        fmt_shape(&out),
+                        fmt_shape(d)
+                    )))
+                }
+                _ => {}
+            }
+            outs[0] = Some(d.clone());
+        }
+        Ok(())
+    },
+    infer_type: |_, ins, outs| {
+        fill_index_type(ins, 1);
+        if ins[0].is_none() {
+            ins[0] = outs[0].or(ins[2]);
+        }
+        outs[0] = ins[0];
+        Ok(())
+    },
+    cpu: Some(|c, i, o, _| {
+        let p = c.p::<PickParam>();
+        let (g, ib, y) = (&i[0], &i[1], &o[0]);
+        let ((_, n, post), _, _) = pick_plan("_pick_grad", &y.shape, Some(&ib.shape), p)?;
+        let idx = resolve("_pick_grad", &index_values(ib), n, p.mode)?;
+        y.bytes_mut().fill(0);
+        dispatch_dtype!(g.dtype, T => {
+            let (gv, yv) = (g.data::<T>(), y.data_mut::<T>());
+            for (r, (&gv, &j)) in gv.iter().zip(&idx).enumerate() {
+                let (pi, q) = (r / post, r % post);
+                let t = &mut yv[(pi * n + j) * post + q];
+                *t = T::from_f64(t.to_f64() + gv.to_f64());
+            }
+        });
+        Ok(())
+    }),
+    grad: Some(|c, b, x, _, g| {
+        let a = pick_attrs(c.p::<PickParam>());
+        Ok(vec![Some(b.op1("pick", &a, &[g[0], x[1]])?), None, None])
+    }),
+    ..OpDef::BASE
+};
+
+// ---------------------------------------------------------------------------
+// one_hot
+// ---------------------------------------------------------------------------
+
+pub struct OneHotParam {
+    depth: usize,
+    on: f64,
+    off: f64,
+    dtype: DType,
+}
+
+pub static ONE_HOT: OpDef = OpDef {
+    name: "one_hot",
+    doc: "One-hot encoding: output[..., i] = on_value where i == indices[...], else off_value; indices outside [0, depth) give an all-off row.",
+    inputs: &["indices"],
+    parse: |a| {
+        let p = a.p("one_hot");
+        let depth = p.i64_req("depth")?;
+        if depth < 0 {
+            return Err(Error::Param(format!("one_hot: argument 'depth' must be non-negative, got {depth}")));
+        }
+        Ok(Box::new(OneHotParam {
+            depth: depth as usize,
+            on: p.f64("on_value", 1.0)?,
+            off: p.f64("off_value", 0.0)?,
+            dtype: p.dtype("dtype", DType::F32)?,
+        }))
+    },
+    infer_shape: |c, ins, outs| {
+        if let Some(s) = &ins[0] {
+            let mut o = s.clone();
+            o.push(c.p::<OneHotParam>().depth);
+            outs[0] = Some(o);
+        }
+        Ok(())
+    },
+    infer_type: |c, ins, outs| {
+        fill_index_type(ins, 0);
+        outs[0] = Some(c.p::<OneHotParam>().dtype);
+        Ok(())
+    },
+    cpu: Some(|c, i, o, _| {
+        let p = c.p::<OneHotParam>();
+        let vals = index_values(&i[0]);
+        let d = p.depth;
+        dispatch_dtype!(o[0].dtype, T => {
+            let y = o[0].data_mut::<T>();
+            y.fill(T::from_f64(p.off));
+            let on = T::from_f64(p.on);
+            for (r, &v) in vals.iter().enumerate() {
+                let j = v as i64;
+                if j >= 0 && (j as usize) < d {
+                    y[r * d + j as usize] = on;
+                }
+            }
+        });
+        Ok(())
+    }),
+    grad: NO_GRAD,
+    ..OpDef::BASE
+};
+
+// ---------------------------------------------------------------------------
+// sort, argsort, topk
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ret {
+    Value,
+    Indices,
+    Mask,
+    Both,
+}
+
+pub struct TopkParam {
+    /// None = over the flattened input.
+    axis: Option<i64>,
+    /// 0 = all elements along the axis.
+    k: i64,
+    ret: Ret,
+    ascend: bool,
+    dtype: DType,
+}
+
+/// `axis` absent means `default`; "None" means flatten.
+fn opt_axis(op: &str, a: &super::attrs::Attrs, default: i64) -> Result<Option<i64>> {
+    match a.raw("axis") {
+        Some(v) if v.trim() == "None" => Ok(None),
+        _ => Ok(Some(a.p(op).i64("axis", default)?)),
+    }
+}
+
+fn index_dtype(op: &str, a: &super::attrs::Attrs) -> Result<DType> {
+    let t = a.p(op).dtype("dtype", DType::F32)?;
+    if !matches!(t, DType::F16 | DType::F32 | DType::F64 | DType::I32 | DType::I64 | DType::U8) {
+        return Err(Error::Param(format!(
+            "{op}: argument 'dtype' must be one of float16, float32, float64, int32, int64, uint8, got '{}'",
+            t.name()
+        )));
+    }
+    Ok(t)
+}
+
+fn axis_attr(a: Option<i64>) -> String {
+    a.map(|v| v.to_string()).unwrap_or_else(|| "None".to_string())
+}
+
+/// ((pre, n, post), k, value/indices shape).
+fn topk_plan(op: &str, s: &[usize], p: &TopkParam) -> Result<((usize, usize, usize), usize, Shape)> {
+    let (dims, ax) = match p.axis {
+        None => ((1, numel(s), 1), None),
+        Some(a) => {
+            if s.is_empty() {
+                return Err(Error::Shape(format!("{op}: data must have at least one dimension, got shape ()")));
+            }
+            let ax = norm_axis(op, a, s.len()).map_err(|_| {
+                Error::Param(format!(
+                    "{op}: axis {a} is out of range for data of shape {} ({} dimensions)",
+                    fmt_shape(s),
+                    s.len()
+                ))
+            })?;
+            (split3(s, ax), Some(ax))
+        }
+    };
+    let n = dims.1;
+    let k = if p.k <= 0 { n } else { p.k as usize };
+    if k > n {
+        return Err(Error::Param(format!(
+            "{op}: k={} exceeds the {} elements along the axis (data shape {}, axis={})",
+            p.k,
+            n,
+            fmt_shape(s),
+            axis_attr(p.axis)
+        )));
+    }
+    let vshape = match ax {
+        None => vec![k],
+        Some(ax) => {
+            let mut v = s.to_vec();
+            v[ax] = k;
+            v
+        }
+    };
+    Ok((dims, k, vshape))
+}
+
+#[inline]
+fn cmp_nan_last(a: f64, b: f64) -> Ordering {
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        _ => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
+    }
+}
+
+/// Positions (along the axis) of the first k elements in sorted order, laid
+/// out [pre][k][post]. Ties keep the lower index first (stable); NaN sorts
+/// as the largest value.
+fn topk_perm<T: Elem>(x: &[T], (pre, n, post): (usize, usize, usize), k: usize, ascend: bool) -> Vec<usize> {
+    let mut perm = vec![0usize; pre * k * post];
+    if k == 0 {
+        return perm;
+    }
+    let block = |pi: usize, pb: &mut [usize]| {
+        let mut vals = vec![0f64; n];
+        let mut ids: Vec<usize> = Vec::with_capacity(n);
+        for q in 0..post {
+            for (i, v) in vals.iter_mut().enumerate() {
+                *v = x[(pi * n + i) * post + q].to_f64();
+            }
+            ids.clear();
+            ids.extend(0..n);
+            let cmp = |a: &usize, b: &usize| {
+                let o = if ascend { cmp_nan_last(vals[*a], vals[*b]) } else { cmp_nan_last(vals[*b], vals[*a]) };
+                o.then(a.cmp(b))
+            };
+            if k < n && k * 8 <= n {
+                ids.select_nth_unstable_by(k - 1, cmp);
+                ids[..k].sort_unstable_by(cmp);
+            } else {
+                ids.sort_unstable_by(cmp);
+            }
+            for j in 0..k {
+                pb[j * post + q] = ids[j];
+            }
+        }
+    };
+    let blk = k * post;
+    if pre * n * post >= 2 * PAR_GRAIN && pre > 1 {
+        perm.par_chunks_mut(blk).enumerate().for_each(|(pi, pb)| block(pi, pb));
+    } else {
+        perm.chunks_mut(blk).enumerate().for_each(|(pi, pb)| block(pi, pb));
+    }
+    perm
+}
+
+fn topk_kernel(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> {
+    let p = c.p::<TopkParam>();
+    let x = &i[0];
+    let (dims, k, _) = topk_plan(c.name(), &x.shape, p)?;
+    let (_, n, post) = dims;
+    dispatch_dtype!(x.dtype, T => {
+        let xv = x.data::<T>();
+        let perm = topk_perm(xv, dims, k, p.ascend);
+        // Element r of a [pre][k][post] output, and its source position.
+        let src = |r: usize| {
+            let (pi, rest) = (r / (k * post), r % (k * post));
+            (pi * n + perm[r]) * post + rest % post
+        };
+        let write_values = |y: &Blob| {
+            let yv = y.data_mut::<T>();
+            for (r, v) in yv.iter_mut().enumerate() {
+                *v = xv[src(r)];
+            }
+        };
+        let write_indices = |y: &Blob| {
+            dispatch_dtype!(y.dtype, O => {
+                for (v, &j) in y.data_mut::<O>().iter_mut().zip(&perm) {
+                    *v = O::from_f64(j as f64);
+                }
+            })
+        };
+        match p.ret {
+            Ret::Value => write_values(&o[0]),
+            Ret::Indices => write_indices(&o[0]),
+            Ret::Both => {
+                write_values(&o[0]);
+                write_indices(&o[1]);
+            }
+            Ret::Mask => {
+                let yv = o[0].data_mut::<T>();
+                yv.fill(T::from_f64(0.0));
+                let one = T::from_f64(1.0);
+                for r in 0..perm.len() {
+                    yv[src(r)] = one;
+                }
+            }
+        }
+    });
+    Ok(())
+}
+
+fn topk_infer_shape(c: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+    if let Some(s) = &ins[0] {
+        let p = c.p::<TopkParam>();
+        let (_, _, vs) = topk_plan(c.name(), s, p)?;
+        match p.ret {
+            Ret::Mask => outs[0] = Some(s.clone()),
+            Ret::Both => {
+                outs[0] = Some(vs.clone());
+                outs[1] = Some(vs);
+            }
+            _ => outs[0] = Some(vs),
+        }
+    }
+    Ok(())
+}
+
+fn topk_infer_type(c: &OpCall, ins: &mut [Option<DType>], outs: &mut [Option<DType>]) -> Result<()> {
+    let p = c.p::<TopkParam>();
+    if let Some(t) = ins[0] {
+        if t == DType::Bool {
+            return Err(Error::DType(format!("{}: dtype bool is not supported", c.name())));
+        }
+    }
+    match p.ret {
+        Ret::Indices => outs[0] = Some(p.dtype),
+        Ret::Both => {
+            outs[0] = ins[0];
+            outs[1] = Some(p.dtype);
+        }
+        _ => outs[0] = ins[0],
+    }
+    Ok(())
+}
+
+/// Gradient of the sorted values: scatter ograd back through the indices.
+fn grad_values(c: &OpCall, b: B, x: &[Entry], y: &[Entry], g: &[Entry]) -> Result<Vec<Option<Entry>>> {
+    let p = c.p::<TopkParam>();
+    let axis = axis_attr(p.axis);
+    let idx = match p.ret {
+        Ret::Both => y[1],
+        Ret::Value => b.op1(
+            "topk",
+            &[
+                ("axis", axis.clone()),
+                ("k", p.k.to_string()),
+                ("ret_typ", "indices".to_string()),
+                ("is_ascend", if p.ascend { "True" } else { "False" }.to_string()),
+                ("dtype", "int64".to_string()),
+            ],
+            &[x[0]],
+        )?,
+        Ret::Indices | Ret::Mask => return Ok(vec![None]),
+    };
+    Ok(vec![Some(b.op1("_scatter_add_along_axis", &[("axis", axis)], &[g[0], idx, x[0]])?)])
+}
+
+pub static TOPK: OpDef = OpDef {
+    name: "topk",
+    doc: "The k largest (or smallest with is_ascend) elements along axis: their values, indices, a 0/1 mask, or both values and indices.",
+    num_outputs: |c| if c.p::<TopkParam>().ret == Ret::Both { 2 } else { 1 },
+    parse: |a| {
+        let p = a.p("topk");
+        let ret = match p.choice("ret_typ", "indices", &["value", "indices", "mask", "both"])?.as_str() {
+            "value" => Ret::Value,
+            "indices" => Ret::Indices,
+            "mask" => Ret::Mask,
+            _ => Ret::Both,
+        };
+        Ok(Box::new(TopkParam {
+            axis: opt_axis("topk", a, -1)?,
+            k: p.i64("k", 1)?,
+            ret,
+            ascend: p.bool("is_ascend", false)?,
+            dtype: index_dtype("topk", a)?,
+        }))
+    },
+    infer_shape: topk_infer_shape,
+    infer_type: topk_infer_type,
+    cpu: Some(topk_kernel),
+    grad: Some(grad_values),
+    ..OpDef::BASE
+};
+
+pub static SORT: OpDef = OpDef {
+    name: "sort",
+    doc: "Sort along axis (flattened when axis=None), ascending unless is_ascend=False.",
+    parse: |a| {
+        let p = a.p("sort");
+        Ok(Box::new(TopkParam {
+            axis: opt_axis("sort", a, -1)?,
+            k: 0,
+            ret: Ret::Value,
+            ascend: p.bool("is_ascend", true)?,
+            dtype: DType::F32,
+        }))
+    },
+    infer_shape: topk_infer_shape,
+    infer_type: topk_infer_type,
+    cpu: Some(topk_kernel),
+    grad: Some(grad_values),
+    ..OpDef::BASE
+};
+
+pub static ARGSORT: OpDef = OpDef {
+    name: "argsort",
+    doc: "Indices that sort data along axis (flattened when axis=None), as dtype (float32 by default).",
+    parse: |a| {
+        let p = a.p("argsort");
+        Ok(Box::new(TopkParam {
+            axis: opt_axis("argsort", a, -1)?,
+            k: 0,
+            ret: Ret::Indices,
+            ascend: p.bool("is_ascend", true)?,
+            dtype: index_dtype("argsort", a)?,
+        }))
+    },
+    infer_shape: topk_infer_shape,
+    infer_type: topk_infer_type,
+    cpu: Some(topk_kernel),
+    grad: NO_GRAD,
+    ..OpDef::BASE
+};
+
+// ---------------------------------------------------------------------------
+// _gather_along_axis / _scatter_add_along_axis
+// ---------------------------------------------------------------------------
+
+/// Checks index against data for an along-axis gather; returns
+/// ((pre, n, post), k) where the index is [pre][k][post].
+fn along_plan(op: &str, d: &[usize], i: &[usize], axis: Option<i64>) -> Result<((usize, usize, usize), usize)> {
+    let bad = || {
+        Error::Shape(format!(
+            "{op}: index shape {} does not fit data shape {} along axis={}",
+            fmt_shape(i),
+            fmt_shape(d),
+            axis_attr(axis)
+        ))
+    };
+    match axis {
+        None => {
+            if i.len() != 1 {
+                return Err(bad());
+            }
+            Ok(((1, numel(d), 1), i[0]))
+        }
+        Some(a) => {
+            if d.is_empty() || i.len() != d.len() {
+                return Err(bad());
+            }
+            let ax = norm_axis(op, a, d.len())?;
+            if (0..d.len()).any(|t| t != ax && d[t] != i[t]) {
+                return Err(bad());
+            }
+            Ok((split3(d, ax), i[ax]))
+        }
+    }
+}
+
+fn along_positions(op: &str, ib: &Blob, (pre, n, post): (usize, usize, usize), k: usize) -> Result<Vec<usize>> {
+    let vals = index_values(ib);
+    let mut out = Vec::with_capacity(vals.len());
+    for (r, &v) in vals.iter().enumerate() {
+        if !(v >= 0.0 && v < n as f64) {
+            return Err(Error::Index(format!("{op}: index {v} is out of bounds for an axis of size {n}")));
+        }
+        let (pi, rest) = (r / (k * post), r % (k * post));
+        out.push((pi * n + v as usize) * post + rest % post);
+    }
+    debug_assert!(out.len() == pre * k * post);
+    Ok(out)
+}
+
+fn parse_axis_only(op: &str, a: &super::attrs::Attrs) -> Result<Option<i64>> {
+    match a.raw("axis") {
+        None => Err(Error::Param(format!("{op}: required argument 'axis' is missing (an integer or None)"))),
+        Some(v) if v.trim() == "None" => Ok(None),
+        Some(_) => Ok(Some(a.p(op).i64_req("axis")?)),
+    }
+}
+
+pub static GATHER_ALONG_AXIS: OpDef = OpDef {
+    name: "_gather_along_axis",
+    doc: "out[..., j, ...] = data[..., index[..., j, ...], ...] along axis (data flattened when axis=None).",
+    inputs: &["data", "index"],
+    parse: |a| Ok(Box::new(parse_axis_only("_gather_along_axis", a)?)),
+    infer_shape: |c, ins, outs| {
+        if let (Some(d), Some(i)) = (&ins[0], &ins[1]) {
+            along_plan(c.name(), d, i, *c.p::<Option<i64>>())?;
+            outs[0] = Some(i.clone());
+        }
+        Ok(())
+    },
+    infer_type: |_, ins, outs| {
+        fill_index_type(ins, 1);
+        outs[0] = ins[0];
+        Ok(())
+    },
+    cpu: Some(|c, i, o, _| {
+        let (d, ib, y) = (&i[0], &i[1], &o[0]);
+        let (dims, k) = along_plan(c.name(), &d.shape, &ib.shape, *c.p::<Option<i64>>())?;
+        let pos = along_positions(c.name(), ib, dims, k)?;
+        dispatch_dtype!(d.dtype, T => {
+            let (dv, yv) = (d.data::<T>(), y.data_mut::<T>());
+            for (v, &s) in yv.iter_mut().zip(&pos) {
+                *v = dv[s];
+            }
+        });
+        Ok(())
+    }),
+    grad: Some(|c, b, x, _, g| {
+        let axis = axis_attr(*c.p::<Option<i64>>());
+        Ok(vec![Some(b.op1("_scatter_add_along_axis", &[("axis", axis)], &[g[0], x[1], x[0]])?), None])
+    }),
+    ..OpDef::BASE
+};
+
+pub static SCATTER_ADD_ALONG_AXIS: OpDef = OpDef {
+    name: "_scatter_add_along_axis",
+    doc: "Zeros shaped like data with ograd added at data[..., index[..., j, ...], ...] along axis (flattened when axis=None).",
+    inputs: &["ograd", "index", "data"],
+    parse: |a| Ok(Box::new(parse_axis_only("_scatter_add_along_axis", a)?)),
+    infer_shape: |c, ins, outs| {
+        if let (Some(d), Some(i)) = (ins[2].clone(), ins[1].clone()) {
+            let (d, i) = (&d, &i);
+            along_plan(c.name(), d, i, *c.p::<Option<i64>>())?;
+            match &ins[0] {
+                None => ins[0] = Some(i.clone()),
+                Some(g) if g != i => {
+                    return Err(Error::Shape(format!(
+                        "_scatter_add_along_axis: ograd shape {} must equal index shape {}",
+                        fmt_shape(g),
+                        fmt_shape(i)
+                    )))
+                }
+                _ => {}
+            }
+            outs[0] = Some(d.clone());
+        }
+        Ok(())
+    },
+    infer_type: |_, ins, outs| {
+        fill_index_type(ins, 1);
+        if ins[0].is_none() {
+            ins[0] = outs[0].or(ins[2]);
+        }
+        outs[0] = ins[0];
+        Ok(())
+    },
+    cpu: Some(|c, i, o, _| {
+        let (g, ib, y) = (&i[0], &i[1], &o[0]);
+        let (dims, k) = along_plan(c.name(), &y.shape, &ib.shape, *c.p::<Option<i64>>())?;
+        let pos = along_positions(c.name(), ib, dims, k)?;
+        dispatch_dtype!(g.dtype, T => {
+            let gv = g.data::<T>();
+            let mut acc = vec![0f64; y.size()];
+            for (&v, &s) in gv.iter().zip(&pos) {
+                acc[s] += v.to_f64();
+            }
+            for (t, a) in y.data_mut::<T>().iter_mut().zip(acc) {
+                *t = T::from_f64(a);
+            }
+        });
+        Ok(())
+    }),
+    grad: Some(|c, b, x, _, g| {
+        let axis = axis_attr(*c.p::<Option<i64>>());
+        Ok(vec![Some(b.op1("_gather_along_axis", &[("axis", axis)], &[g[0], x[1]])?), None, None])
+    }),
+    ..OpDef::BASE
+};
+
+pub static OPS: &[&OpDef] = &[
+    &TAKE, &TAKE_GRAD, &PICK, &PICK_GRAD, &ONE_HOT, &TOPK, &SORT, &ARGSORT, &GATHER_ALONG_AXIS,
+    &SCATTER_ADD_ALONG_AXIS,
+];

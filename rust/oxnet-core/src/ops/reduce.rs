@@ -1,0 +1,793 @@
+//! Reductions: sum, mean, prod, max, min, nansum, nanprod, norm, argmax,
+//! argmin, and the internal `_reduce_grad_broadcast` their gradients use.
+//!
+//! Shapes follow MXNet 1.x's `ReduceAxesShapeImpl`: `axis=None` or `()`
+//! reduces everything into shape `(1,)` (or all-ones with keepdims; exclude
+//! is then ignored); negative axes count from the end; `exclude=True`
+//! reduces every axis NOT listed. Values accumulate in f64.
+use super::kernels::{map2, PAR_GRAIN};
+use super::registry::{Entry, GradBuilder, KernelCtx, OpCall, OpDef};
+use crate::base::dtype::Elem;
+use crate::base::shape::{numel, strides};
+use crate::base::{fmt_shape, DType, Shape};
+use crate::dispatch_dtype;
+use crate::error::{Error, Result};
+use crate::ndarray::Blob;
+use rayon::prelude::*;
+
+type B<'a> = &'a mut dyn GradBuilder;
+
+// ---------------------------------------------------------------------------
+// Parameters and the shape rule
+// ---------------------------------------------------------------------------
+
+/// MXNet's `ReduceAxesParam` (also used by `_reduce_grad_broadcast`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReduceParam {
+    /// None (or empty) = all axes.
+    pub axis: Option<Vec<i64>>,
+    pub keepdims: bool,
+    pub exclude: bool,
+}
+
+fn parse_axes(op: &str, a: &super::attrs::Attrs) -> Result<Option<Vec<i64>>> {
+    let axis = a.p(op).ints("axis")?;
+    if let Some(v) = &axis {
+        if v.contains(&i64::MIN) {
+            return Err(Error::Param(format!("{op}: argument 'axis' must be a tuple of integers, got '{}'", a.raw("axis").unwrap_or(""))));
+        }
+    }
+    Ok(axis.filter(|v| !v.is_empty()))
+}
+
+fn parse_reduce(op: &str, a: &super::attrs::Attrs) -> Result<ReduceParam> {
+    let p = a.p(op);
+    Ok(ReduceParam { axis: parse_axes(op, a)?, keepdims: p.bool("keepdims", false)?, exclude: p.bool("exclude", false)? })
+}
+
+fn axes_attr(axis: &Option<Vec<i64>>) -> String {
+    match axis {
+        None => "None".to_string(),
+        Some(v) if v.len() == 1 => format!("({},)", v[0]),
+        Some(v) => format!("({})", v.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", ")),
+    }
+}
+
+fn py_bool(b: bool) -> String {
+    if b { "True" } else { "False" }.to_string()
+}
+
+/// The reduction plan: which input axes are reduced, and the output shape.
+pub fn reduce_plan(op: &str, ishape: &[usize], p: &ReduceParam) -> Result<(Vec<bool>, Shape)> {
+    let nd = ishape.len();
+    let Some(axis) = &p.axis else {
+        let out = if p.keepdims { vec![1; nd] } else { vec![1] };
+        return Ok((vec![true; nd], out));
+    };
+    let mut axes = Vec::with_capacity(axis.len());
+    for &a in axis {
+        let n = a + if a < 0 { nd as i64 } else { 0 };
+        if n < 0 || n >= nd as i64 {
+            return Err(Error::Param(format!(
+                "{op}: axis {a} is out of range for input of shape {} ({nd} dimensions)",
+                fmt_shape(ishape)
+            )));
+        }
+        axes.push(n as usize);
+    }
+    axes.sort_unstable();
+    if let Some(w) = axes.windows(2).find(|w| w[0] == w[1]) {
+        return Err(Error::Param(format!(
+            "{op}: axis {:?} names axis {} twice (input shape {})",
+            axis,
+            w[0],
+            fmt_shape(ishape)
+        )));
+    }
+    let listed: Vec<bool> = (0..nd).map(|i| axes.binary_search(&i).is_ok()).collect();
+    let mask: Vec<bool> = listed.iter().map(|&l| l != p.exclude).collect();
+    let out: Shape = if p.keepdims {
+        (0..nd).map(|i| if mask[i] { 1 } else { ishape[i] }).collect()
+    } else {
+        let kept: Shape = (0..nd).filter(|&i| !mask[i]).map(|i| ishape[i]).collect();
+        if kept.is_empty() {
+            vec![1]
+        } else {
+            kept
+        }
+    };
+    Ok((mask, out))
+}
+
+/// Input shape with the reduced axes set to 1.
+fn keep_shape(ishape: &[usize], mask: &[bool]) -> Shape {
+    ishape.iter().zip(mask).map(|(&d, &m)| if m { 1 } else { d }).collect()
+}
+
+// ---------------------------------------------------------------------------
+// Reducers
+// ---------------------------------------------------------------------------
+
+pub trait Reducer: Send + Sync + 'static {
+    const INIT: f64;
+    fn step(acc: f64, v: f64) -> f64;
+    /// Merge two partial accumulators.
+    fn combine(a: f64, b: f64) -> f64;
+    fn finish(acc: f64, _n: usize) -> f64 {
+        acc
+    }
+    /// Fold a contiguous slice with 8 independent lanes (vectorisable).
+    #[inline]
+    fn fold<T: Elem>(acc: f64, xs: &[T]) -> f64 {
+        let mut l = [Self::INIT; 8];
+        let ch = xs.chunks_exact(8);
+        let rem = ch.remainder();
+        for c in ch {
+            for k in 0..8 {
+                l[k] = Self::step(l[k], c[k].to_f64());
+            }
+        }
+        let mut a = acc;
+        for v in l {
+            a = Self::combine(a, v);
+        }
+        for &v in rem {
+            a = Self::step(a, v.to_f64());
+        }
+        a
+    }
+}
+
+pub struct RSum;
+pub struct RMean;
+pub struct RProd;
+pub struct RNanSum;
+pub struct RNanProd;
+pub struct RMax;
+pub struct RMin;
+pub struct RNorm1;
+pub struct RNorm2;
+
+#[inline(always)]
+fn max_nan(a: f64, v: f64) -> f64 {
+    // NaN propagates (as MXNet's red::maximum).
+    if a.is_nan() || !(a >= v) {
+        v
+    } else {
+        a
+    }
+}
+#[inline(always)]
+fn min_nan(a: f64, v: f64) -> f64 {
+    if a.is_nan() {
+        a
+    } else if !(a <= v) {
+        v
+    } else {
+        a
+    }
+}
+
+impl Reducer for RSum {
+    const INIT: f64 = 0.0;
+    fn step(a: f64, v: f64) -> f64 { a + v }
+    fn combine(a: f64, b: f64) -> f64 { a + b }
+}
+impl Reducer for RMean {
+    const INIT: f64 = 0.0;
+    fn step(a: f64, v: f64) -> f64 { a + v }
+    fn combine(a: f64, b: f64) -> f64 { a + b }
+    fn finish(a: f64, n: usize) -> f64 { a / n as f64 }
+}
+impl Reducer for RProd {
+    const INIT: f64 = 1.0;
+    fn step(a: f64, v: f64) -> f64 { a * v }
+    fn combine(a: f64, b: f64) -> f64 { a * b }
+}
+impl Reducer for RNanSum {
+    const INIT: f64 = 0.0;
+    fn step(a: f64, v: f64) -> f64 { if v.is_nan() { a } else { a + v } }
+    fn combine(a: f64, b: f64) -> f64 { a + b }
+}
+impl Reducer for RNanProd {
+    const INIT: f64 = 1.0;
+    fn step(a: f64, v: f64) -> f64 { if v.is_nan() { a } else { a * v } }
+    fn combine(a: f64, b: f64) -> f64 { a * b }
+}
+impl Reducer for RMax {
+    const INIT: f64 = f64::NEG_INFINITY;
+    fn step(a: f64, v: f64) -> f64 { max_nan(a, v) }
+    fn combine(a: f64, b: f64) -> f64 { max_nan(a, b) }
+}
+impl Reducer for RMin {
+    const INIT: f64 = f64::INFINITY;
+    fn step(a: f64, v: f64) -> f64 { min_nan(a, v) }
+    fn combine(a: f64, b: f64) -> f64 {
+        if b.is_nan() { b } else { min_nan(a, b) }
+    }
+}
+impl Reducer for RNorm1 {
+    const INIT: f64 = 0.0;
+    fn step(a: f64, v: f64) -> f64 { a + v.abs() }
+    fn combine(a: f64, b: f64) -> f64 { a + b }
+}
+impl Reducer for RNorm2 {
+    const INIT: f64 = 0.0;
+    fn step(a: f64, v: f64) -> f64 { a + v * v }
+    fn combine(a: f64, b: f64) -> f64 { a + b }
+    fn finish(a: f64, _: usize) -> f64 { a.sqrt() }
+}
+
+/// Offsets of every combination of the given (size, stride) groups, in
+/// row-major order of the groups.
+fn group_offsets(groups: &[(usize, usize)]) -> Vec<usize> {
+    let mut offs = vec![0usize];
+    for &(n, st) in groups {
+        let mut next = Vec::with_capacity(offs.len() * n);
+        for &o in &offs {
+            for i in 0..n {
+                next.push(o + i * st);
+            }
+        }
+        offs = next;
+    }
+    offs
+}
+
+/// Base offset of row-major index `o` over `groups` (size, stride).
+#[inline]
+fn base_of(mut o: usize, groups: &[(usize, usize)]) -> usize {
+    let mut b = 0;
+    for &(n, st) in groups.iter().rev() {
+        b += (o % n) * st;
+        o /= n;
+    }
+    b
+}
+
+/// Reduce `x` of shape `shape` over the axes where `mask` is true into
+/// `out` (row-major over the kept axes).
+pub fn reduce_into<T: Elem, O: Elem, R: Reducer>(x: &[T], shape: &[usize], mask: &[bool], out: &mut [O]) {
+    let n_red: usize = shape.iter().zip(mask).filter(|(_, &m)| m).map(|(&d, _)| d).product();
+    if x.is_empty() {
+        let v = O::from_f64(R::finish(R::INIT, n_red));
+        out.fill(v);
+        return;
+    }
+    // Collapse: drop size-1 axes, merge neighbours with the same status.
+    let mut groups: Vec<(usize, bool)> = Vec::new();
+    for (&d, &m) in shape.iter().zip(mask) {
+        if d == 1 {
+            continue;
+        }
+        match groups.last_mut() {
+            Some(g) if g.1 == m => g.0 *= d,
+            _ => groups.push((d, m)),
+        }
+    }
+    if groups.is_empty() {
+        groups.push((1, true));
+    }
+    let sizes: Vec<usize> = groups.iter().map(|g| g.0).collect();
+    let st = strides(&sizes);
+    let kept: Vec<(usize, usize)> = groups.iter().zip(&st).filter(|(g, _)| !g.1).map(|(g, &s)| (g.0, s)).collect();
+    let big = x.len() >= 2 * PAR_GRAIN;
+    let last_reduced = groups.last().map(|g| g.1).unwrap_or(true);
+    if last_reduced {
+        let l = groups.last().unwrap().0;
+        let red: Vec<(usize, usize)> = groups[..groups.len() - 1]
+            .iter()
+            .zip(&st)
+            .filter(|(g, _)| g.1)
+            .map(|(g, &s)| (g.0, s))
+            .collect();
+        let roffs = group_offsets(&red);
+        if out.len() == 1 {
+            // Full (or single-output) reduction: split the work in chunks.
+            let acc = if big {
+                let parts: Vec<f64> = if roffs.len() == 1 {
+                    x[..l].par_chunks(PAR_GRAIN).map(|c| R::fold(R::INIT, c)).collect()
+                } else {
+                    roffs.par_iter().map(|&r| R::fold(R::INIT, &x[r..r + l])).collect()
+                };
+                parts.into_iter().fold(R::INIT, R::combine)
+            } else {
+                roffs.iter().fold(R::INIT, |a, &r| R::fold(a, &x[r..r + l]))
+            };
+            out[0] = O::from_f64(R::finish(acc, n_red));
+            return;
+        }
+        let one = |o: usize, y: &mut O| {
+            let b = base_of(o, &kept);
+            let acc = roffs.iter().fold(R::INIT, |a, &r| R::fold(a, &x[b + r..b + r + l]));
+            *y = O::from_f64(R::finish(acc, n_red));
+        };
+        if big {
+            out.par_iter_mut().enumerate().with_min_len(64).for_each(|(o, y)| one(o, y));
+        } else {
+            out.iter_mut().enumerate().for_each(|(o, y)| one(o, y));
+        }
+    } else {
+        // The innermost group is kept: accumulate whole contiguous rows.
+        let l = groups.last().unwrap().0;
+        let red: Vec<(usize, usize)> = groups.iter().zip(&st).filter(|(g, _)| g.1).map(|(g, &s)| (g.0, s)).collect();
+        let roffs = group_offsets(&red);
+        let outer = &kept[..kept.len() - 1];
+        const CH: usize = 2048;
+        let row = |r: usize, yrow: &mut [O]| {
+            let b = base_of(r, outer);
+            let mut acc = vec![R::INIT; CH.min(l)];
+            for (c, ych) in yrow.chunks_mut(CH).enumerate() {
+                let c0 = b + c * CH;
+                let acc = &mut acc[..ych.len()];
+                acc.fill(R::INIT);
+                for &ro in &roffs {
+                    let xs = &x[c0 + ro..c0 + ro + ych.len()];
+                    for (a, &v) in acc.iter_mut().zip(xs) {
+                        *a = R::step(*a, v.to_f64());
+                    }
+                }
+                for (y, &a) in ych.iter_mut().zip(acc.iter()) {
+                    *y = O::from_f64(R::finish(a, n_red));
+                }
+            }
+        };
+        if big && out.len() / l > 1 {
+            out.par_chunks_mut(l).enumerate().for_each(|(r, y)| row(r, y));
+        } else if big {
+            // One row: split its columns across threads.
+            out.par_chunks_mut(CH).enumerate().for_each(|(c, ych)| {
+                let mut acc = vec![R::INIT; ych.len()];
+                for &ro in &roffs {
+                    let xs = &x[c * CH + ro..c * CH + ro + ych.len()];
+                    for (a, &v) in acc.iter_mut().zip(xs) {
+                        *a = R::step(*a, v.to_f64());
+                    }
+                }
+                for (y, &a) in ych.iter_mut().zip(acc.iter()) {
+                    *y = O::from_f64(R::finish(a, n_red));
+                }
+            });
+        } else {
+            out.chunks_mut(l).enumerate().for_each(|(r, y)| row(r, y));
+        }
+    }
+}
+
+fn reduce_blob<R: Reducer>(x: &Blob, mask: &[bool], y: &Blob) {
+    dispatch_dtype!(x.dtype, T => {
+        dispatch_dtype!(y.dtype, O => {
+            reduce_into::<T, O, R>(x.data::<T>(), &x.shape, mask, y.data_mut::<O>())
+        })
+    })
+}
+
+// ---------------------------------------------------------------------------
+// sum, mean, prod, nansum, nanprod, max, min
+// ---------------------------------------------------------------------------
+
+fn no_bool(op: &str, t: DType) -> Result<()> {
+    if t == DType::Bool {
+        return Err(Error::DType(format!("{op}: dtype bool is not supported (cast to a numeric dtype first)")));
+    }
+    Ok(())
+}
+
+fn reduce_infer_shape(c: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+    if let Some(s) = &ins[0] {
+        let p = c.p::<ReduceParam>();
+        if matches!(c.name(), "max" | "min") && numel(s) == 0 {
+            return Err(Error::Shape(format!(
+                "{}: cannot reduce an empty input of shape {} (no identity)",
+                c.name(),
+                fmt_shape(s)
+            )));
+        }
+        outs[0] = Some(reduce_plan(c.name(), s, p)?.1);
+    }
+    Ok(())
+}
+
+fn reduce_infer_type(c: &OpCall, ins: &mut [Option<DType>], outs: &mut [Option<DType>]) -> Result<()> {
+    let t = ins[0].or(outs[0]);
+    if let Some(t) = t {
+        no_bool(c.name(), t)?;
+        ins[0] = Some(t);
+        outs[0] = Some(t);
+    }
+    Ok(())
+}
+
+fn reduce_kernel<R: Reducer>(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> {
+    let (mask, _) = reduce_plan(c.name(), &i[0].shape, c.p::<ReduceParam>())?;
+    reduce_blob::<R>(&i[0], &mask, &o[0]);
+    Ok(())
+}
+
+/// Attributes that pass a reduction's axes on to gradient ops.
+fn rattrs(p: &ReduceParam) -> Vec<(&'static str, String)> {
+    vec![("axis", axes_attr(&p.axis)), ("keepdims", py_bool(p.keepdims)), ("exclude", py_bool(p.exclude))]
+}
+
+/// Broadcast a reduced value (gradient or output) back to data's shape.
+fn g_back(b: B, p: &ReduceParam, v: Entry, data: Entry) -> Result<Entry> {
+    b.op1("_reduce_grad_broadcast", &rattrs(p), &[v, data])
+}
+
+fn grad_sum(c: &OpCall, b: B, x: &[Entry], _: &[Entry], g: &[Entry]) -> Result<Vec<Option<Entry>>> {
+    Ok(vec![Some(g_back(b, c.p::<ReduceParam>(), g[0], x[0])?)])
+}
+
+fn grad_mean(c: &OpCall, b: B, x: &[Entry], _: &[Entry], g: &[Entry]) -> Result<Vec<Option<Entry>>> {
+    let mut a = rattrs(c.p::<ReduceParam>());
+    a.push(("mean", "True".to_string()));
+    Ok(vec![Some(b.op1("_reduce_grad_broadcast", &a, &[g[0], x[0]])?)])
+}
+
+fn grad_prod(c: &OpCall, b: B, x: &[Entry], y: &[Entry], g: &[Entry]) -> Result<Vec<Option<Entry>>> {
+    let p = c.p::<ReduceParam>();
+    let gb = g_back(b, p, g[0], x[0])?;
+    let yb = g_back(b, p, y[0], x[0])?;
+    let t = b.op1("elemwise_div", &[], &[yb, x[0]])?;
+    Ok(vec![Some(b.op1("elemwise_mul", &[], &[gb, t])?)])
+}
+
+fn grad_nansum(c: &OpCall, b: B, x: &[Entry], _: &[Entry], g: &[Entry]) -> Result<Vec<Option<Entry>>> {
+    let gb = g_back(b, c.p::<ReduceParam>(), g[0], x[0])?;
+    let not_nan = b.op1("_equal", &[], &[x[0], x[0]])?;
+    Ok(vec![Some(b.op1("elemwise_mul", &[], &[gb, not_nan])?)])
+}
+
+fn grad_nanprod(c: &OpCall, b: B, x: &[Entry], y: &[Entry], g: &[Entry]) -> Result<Vec<Option<Entry>>> {
+    let p = c.p::<ReduceParam>();
+    let gb = g_back(b, p, g[0], x[0])?;
+    let yb = g_back(b, p, y[0], x[0])?;
+    let t = b.op1("elemwise_div", &[], &[yb, x[0]])?;
+    let t = b.op1("elemwise_mul", &[], &[gb, t])?;
+    let not_nan = b.op1("_equal", &[], &[x[0], x[0]])?;
+    let z = b.op1("zeros_like", &[], &[t])?;
+    Ok(vec![Some(b.op1("where", &[], &[not_nan, t, z])?)])
+}
+
+/// max/min: the gradient goes to every element equal to the result (all
+/// tied extrema get the full gradient, as in MXNet 1.x).
+fn grad_extremum(c: &OpCall, b: B, x: &[Entry], y: &[Entry], g: &[Entry]) -> Result<Vec<Option<Entry>>> {
+    let p = c.p::<ReduceParam>();
+    let gb = g_back(b, p, g[0], x[0])?;
+    let yb = g_back(b, p, y[0], x[0])?;
+    let m = b.op1("_equal", &[], &[x[0], yb])?;
+    Ok(vec![Some(b.op1("elemwise_mul", &[], &[gb, m])?)])
+}
+
+macro_rules! reduce_op {
+    ($NAME:ident, $name:expr, [$($alias:expr),*], $R:ty, $grad:expr, $doc:expr) => {
+        pub static $NAME: OpDef = OpDef {
+            name: $name,
+            aliases: &[$($alias),*],
+            doc: $doc,
+            parse: |a| Ok(Box::new(parse_reduce($name, a)?)),
+            infer_shape: reduce_infer_shape,
+            infer_type: reduce_infer_type,
+            cpu: Some(reduce_kernel::<$R>),
+            grad: Some($grad),
+            ..OpDef::BASE
+        };
+    };
+}
+
+reduce_op!(SUM, "sum", ["sum_axis"], RSum, grad_sum, "Sum over the given axes (all by default).");
+reduce_op!(MEAN, "mean", [], RMean, grad_mean, "Mean over the given axes (all by default).");
+reduce_op!(PROD, "prod", [], RProd, grad_prod, "Product over the given axes (all by default).");
+reduce_op!(NANSUM, "nansum", [], RNanSum, grad_nansum, "Sum over the given axes, treating NaN as zero.");
+reduce_op!(NANPROD, "nanprod", [], RNanProd, grad_nanprod, "Product over the given axes, treating NaN as one.");
+reduce_op!(MAX, "max", ["max_axis"], RMax, grad_extremum, "Maximum over the given axes (all by default).");
+reduce_op!(MIN, "min", ["min_axis"], RMin, grad_extremum, "Minimum over the given axes (all by default).");
+
+// ---------------------------------------------------------------------------
+// _reduce_grad_broadcast
+// ---------------------------------------------------------------------------
+
+pub struct RgbParam {
+    r: ReduceParam,
+    mean: bool,
+}
+
+pub static REDUCE_GRAD_BROADCAST: OpDef = OpDef {
+    name: "_reduce_grad_broadcast",
+    doc: "Broadcast ograd (the output of a reduction of data with axis/keepdims/exclude) back to data's shape; divided by the reduced count when mean=True.",
+    inputs: &["ograd", "data"],
+    parse: |a| {
+        let op = "_reduce_grad_broadcast";
+        Ok(Box::new(RgbParam { r: parse_reduce(op, a)?, mean: a.p(op).bool("mean", false)? }))
+    },
+    infer_shape: |c, ins, outs| {
+        if let Some(d) = ins[1].clone() {
+            let d = &d;
+            let (_, rs) = reduce_plan(c.name(), d, &c.p::<RgbParam>().r)?;
+            match &ins[0] {
+                None => ins[0] = Some(rs),
+                Some(g) if *g != rs => {
+                    return Err(Error::Shape(format!(
+                        "_reduce_grad_broadcast: ograd shape {} does not match the reduced shape {} of data shape {}",
+                        fmt_shape(g),
+                        fmt_shape(&rs),
+                        fmt_shape(d)
+                    )))
+                }
+                _ => {}
+            }
+            outs[0] = Some(d.clone());
+        }
+        Ok(())
+    },
+    infer_type: |_, ins, outs| {
+        if ins[0].is_none() {
+            ins[0] = outs[0].or(ins[1]);
+        }
+        outs[0] = ins[0];
+        Ok(())
+    },
+    cpu: Some(|c, i, o, _| {
+        let p = c.p::<RgbParam>();
+        let (g, y) = (&i[0], &o[0]);
+        let (mask, _) = reduce_plan(c.name(), &y.shape, &p.r)?;
+        let ks = keep_shape(&y.shape, &mask);
+        let n_red: usize = y.shape.iter().zip(&mask).filter(|(_, &m)| m).map(|(&d, _)| d).product();
+        let scale = if p.mean { 1.0 / n_red.max(1) as f64 } else { 1.0 };
+        dispatch_dtype!(g.dtype, T => {
+            let z = [T::default()];
+            if scale == 1.0 {
+                map2(g.data::<T>(), &ks, &z, &[1], y.data_mut::<T>(), &y.shape, |a, _| a);
+            } else {
+                map2(g.data::<T>(), &ks, &z, &[1], y.data_mut::<T>(), &y.shape, |a, _| T::from_f64(a.to_f64() * scale));
+            }
+        });
+        Ok(())
+    }),
+    grad: Some(|c, b, _, _, g| {
+        let p = c.p::<RgbParam>();
+        let op = if p.mean { "mean" } else { "sum" };
+        Ok(vec![Some(b.op1(op, &rattrs(&p.r), &[g[0]])?), None])
+    }),
+    ..OpDef::BASE
+};
+
+// ---------------------------------------------------------------------------
+// norm
+// ---------------------------------------------------------------------------
+
+pub struct NormParam {
+    ord: i64,
+    r: ReduceParam,
+    out_dtype: Option<DType>,
+}
+
+pub static NORM: OpDef = OpDef {
+    name: "norm",
+    doc: "L1 (ord=1) or L2 (ord=2) norm over the given axes (all by default; a 2-tuple gives the Frobenius norm of matrices).",
+    parse: |a| {
+        let p = a.p("norm");
+        let ord = p.i64("ord", 2)?;
+        if ord != 1 && ord != 2 {
+            return Err(Error::Param(format!("norm: argument 'ord' must be 1 or 2, got {ord}")));
+        }
+        let out_dtype = p.opt_dtype("out_dtype")?;
+        if let Some(t) = out_dtype {
+            if !matches!(t, DType::F16 | DType::F32 | DType::F64 | DType::I64 | DType::I32 | DType::I8) {
+                return Err(Error::Param(format!(
+                    "norm: argument 'out_dtype' must be one of float16, float32, float64, int64, int32, int8, got '{}'",
+                    t.name()
+                )));
+            }
+        }
+        let r = ReduceParam { axis: parse_axes("norm", a)?, keepdims: p.bool("keepdims", false)?, exclude: false };
+        Ok(Box::new(NormParam { ord, r, out_dtype }))
+    },
+    infer_shape: |c, ins, outs| {
+        if let Some(s) = &ins[0] {
+            outs[0] = Some(reduce_plan("norm", s, &c.p::<NormParam>().r)?.1);
+        }
+        Ok(())
+    },
+    infer_type: |c, ins, outs| {
+        let p = c.p::<NormParam>();
+        if let Some(t) = ins[0] {
+            no_bool("norm", t)?;
+        }
+        match p.out_dtype {
+            Some(t) => outs[0] = Some(t),
+            None => {
+                let t = ins[0].or(outs[0]);
+                ins[0] = t;
+                outs[0] = t;
+            }
+        }
+        Ok(())
+    },
+    cpu: Some(|c, i, o, _| {
+        let p = c.p::<NormParam>();
+        let (mask, _) = reduce_plan("norm", &i[0].shape, &p.r)?;
+        if p.ord == 1 {
+            reduce_blob::<RNorm1>(&i[0], &mask, &o[0]);
+        } else {
+            reduce_blob::<RNorm2>(&i[0], &mask, &o[0]);
+        }
+        Ok(())
+    }),
+    grad: Some(|c, b, x, y, g| {
+        let p = c.p::<NormParam>();
+        let (mut gg, mut yy) = (g[0], y[0]);
+        if p.out_dtype.is_some() {
+            gg = b.op1("_cast_like", &[], &[gg, x[0]])?;
+            yy = b.op1("_cast_like", &[], &[yy, x[0]])?;
+        }
+        let gb = g_back(b, &p.r, gg, x[0])?;
+        let t = if p.ord == 1 {
+            b.op1("sign", &[], &[x[0]])?
+        } else {
+            let yb = g_back(b, &p.r, yy, x[0])?;
+            b.op1("elemwise_div", &[], &[x[0], yb])?
+        };
+        Ok(vec![Some(b.op1("elemwise_mul", &[], &[gb, t])?)])
+    }),
+    ..OpDef::BASE
+};
+
+// ---------------------------------------------------------------------------
+// argmax, argmin
+// ---------------------------------------------------------------------------
+
+/// MXNet's `ReduceAxisParam`: one optional axis (None = flatten).
+#[derive(Debug, Clone)]
+pub struct ReduceAxisParam {
+    pub axis: Option<i64>,
+    pub keepdims: bool,
+}
+
+/// MXNet's `ReduceAxisShapeImpl`. Returns (outer, n, inner) and the output shape.
+pub fn reduce_axis_plan(op: &str, ishape: &[usize], axis: Option<i64>, keepdims: bool) -> Result<((usize, usize, usize), Shape)> {
+    let nd = ishape.len();
+    let Some(a) = axis else {
+        let out = if keepdims { vec![1; nd] } else { vec![1] };
+        return Ok(((1, numel(ishape), 1), out));
+    };
+    let ax = crate::base::shape::norm_axis(op, a, nd).map_err(|_| {
+        Error::Param(format!(
+            "{op}: axis {a} is out of range for input of shape {} ({nd} dimensions)",
+            fmt_shape(ishape)
+        ))
+    })?;
+    let ax = ax.min(nd.saturating_sub(1));
+    let outer: usize = ishape[..ax].iter().product();
+    let n = ishape.get(ax).copied().unwrap_or(1);
+    let inner: usize = ishape.get(ax + 1..).map(|s| s.iter().product()).unwrap_or(1);
+    let out = if keepdims {
+        let mut s = ishape.to_vec();
+        if nd > 0 {
+            s[ax] = 1;
+        }
+        s
+    } else if nd <= 1 {
+        vec![1]
+    } else {
+        let mut s = ishape.to_vec();
+        s.remove(ax);
+        s
+    };
+    Ok(((outer, n, inner), out))
+}
+
+fn parse_reduce_axis(op: &str, a: &super::attrs::Attrs) -> Result<ReduceAxisParam> {
+    let p = a.p(op);
+    Ok(ReduceAxisParam { axis: p.opt_i64("axis")?, keepdims: p.bool("keepdims", false)? })
+}
+
+fn arg_kernel<const MAX: bool>(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> {
+    let p = c.p::<ReduceAxisParam>();
+    let ((outer, n, inner), _) = reduce_axis_plan(c.name(), &i[0].shape, p.axis, p.keepdims)?;
+    if n == 0 {
+        return Err(Error::Shape(format!(
+            "{}: cannot search an empty axis (input shape {})",
+            c.name(),
+            fmt_shape(&i[0].shape)
+        )));
+    }
+    #[inline(always)]
+    fn better<const MAX: bool>(v: f64, best: f64) -> bool {
+        if best.is_nan() {
+            false
+        } else if v.is_nan() {
+            true
+        } else if MAX {
+            v > best
+        } else {
+            v < best
+        }
+    }
+    dispatch_dtype!(i[0].dtype, T => {
+        dispatch_dtype!(o[0].dtype, O => {
+            let x = i[0].data::<T>();
+            let y = o[0].data_mut::<O>();
+            let block = |ob: usize, yb: &mut [O]| {
+                let xb = &x[ob * n * inner..(ob + 1) * n * inner];
+                if inner == 1 {
+                    let (mut bi, mut bv) = (0usize, xb[0].to_f64());
+                    for (k, &v) in xb.iter().enumerate().skip(1) {
+                        let v = v.to_f64();
+                        if better::<MAX>(v, bv) {
+                            bi = k;
+                            bv = v;
+                        }
+                    }
+                    yb[0] = O::from_f64(bi as f64);
+                } else {
+                    let mut bv: Vec<f64> = xb[..inner].iter().map(|v| v.to_f64()).collect();
+                    let mut bi = vec![0usize; inner];
+                    for k in 1..n {
+                        let row = &xb[k * inner..(k + 1) * inner];
+                        for j in 0..inner {
+                            let v = row[j].to_f64();
+                            if better::<MAX>(v, bv[j]) {
+                                bv[j] = v;
+                                bi[j] = k;
+                            }
+                        }
+                    }
+                    for (yv, &k) in yb.iter_mut().zip(&bi) {
+                        *yv = O::from_f64(k as f64);
+                    }
+                }
+            };
+            if x.len() >= 2 * PAR_GRAIN && outer > 1 {
+                y.par_chunks_mut(inner).enumerate().for_each(|(ob, yb)| block(ob, yb));
+            } else {
+                y.chunks_mut(inner).enumerate().for_each(|(ob, yb)| block(ob, yb));
+            }
+        })
+    });
+    Ok(())
+}
+
+fn arg_infer_shape(c: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+    if let Some(s) = &ins[0] {
+        let p = c.p::<ReduceAxisParam>();
+        let ((_, n, _), out) = reduce_axis_plan(c.name(), s, p.axis, p.keepdims)?;
+        if n == 0 {
+            return Err(Error::Shape(format!(
+                "{}: cannot search an empty axis (input shape {})",
+                c.name(),
+                fmt_shape(s)
+            )));
+        }
+        outs[0] = Some(out);
+    }
+    Ok(())
+}
+
+const NO_GRAD: Option<super::registry::GradFn> = Some(|_, _, i, _, _| Ok(vec![None; i.len()]));
+
+pub static ARGMAX: OpDef = OpDef {
+    name: "argmax",
+    doc: "Index of the maximum along axis (flattened when axis=None), as the input's dtype (MXNet 1.x).",
+    parse: |a| Ok(Box::new(parse_reduce_axis("argmax", a)?)),
+    infer_shape: arg_infer_shape,
+    infer_type: reduce_infer_type,
+    cpu: Some(arg_kernel::<true>),
+    grad: NO_GRAD,
+    ..OpDef::BASE
+};
+
+pub static ARGMIN: OpDef = OpDef {
+    name: "argmin",
+    doc: "Index of the minimum along axis (flattened when axis=None), as the input's dtype (MXNet 1.x).",
+    parse: |a| Ok(Box::new(parse_reduce_axis("argmin", a)?)),
+    infer_shape: arg_infer_shape,
+    infer_type: reduce_infer_type,
+    cpu: Some(arg_kernel::<false>),
+    grad: NO_GRAD,
+    ..OpDef::BASE
+};
+
+pub static OPS: &[&OpDef] = &[
+    &SUM, &MEAN, &PROD, &NANSUM, &NANPROD, &MAX, &MIN, &REDUCE_GRAD_BROADCAST, &NORM, &ARGMAX, &ARGMIN,
+];
