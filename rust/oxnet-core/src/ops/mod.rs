@@ -4,6 +4,9 @@ pub mod registry;
 pub mod kernels;
 pub mod elemwise;
 pub mod init;
+pub mod matrix;
+pub mod shape;
+pub mod random;
 
 pub use attrs::Attrs;
 pub use registry::{call, invoke, lookup, OpCall, OpDef};

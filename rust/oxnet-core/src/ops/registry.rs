@@ -196,6 +196,9 @@ pub fn infer_type_same(call: &OpCall, ins: &mut [Option<DType>], outs: &mut [Opt
 const FAMILIES: &[&[&OpDef]] = &[
     super::elemwise::OPS,
     super::init::OPS,
+    super::matrix::OPS,
+    super::shape::OPS,
+    super::random::OPS,
 ];
 
 struct Registry {
