@@ -1652,3 +1652,365 @@ pub static OPS: &[&OpDef] = &[
     &SWAPAXIS, &CONCAT, &SPLIT_LIKE, &STACK, &SLICE_CHANNEL, &TILE, &TILE_SUM, &REPEAT, &REPEAT_SUM,
     &REVERSE, &SLICE, &SLICE_AXIS, &SLICE_LIKE, &SLICE_SCATTER, &DIAG, &DIAG_SCATTER,
 ];
+
+#[cfg(test)]
+mod tests {
+    use crate::base::shape::{numel, strides};
+    use crate::ops::matrix::testutil::{arr, check_grad, vals};
+    use crate::ops::registry::call;
+    use crate::{Context, NDArray};
+
+    fn iota(shape: &[usize]) -> NDArray {
+        let v: Vec<f64> = (0..numel(shape)).map(|x| x as f64).collect();
+        arr(&v, shape)
+    }
+
+    fn run(op: &str, attrs: &[(&str, &str)], ins: &[NDArray]) -> (Vec<usize>, Vec<f64>) {
+        let o = call(op, attrs, ins).unwrap().remove(0);
+        (o.shape.clone(), o.to_vec::<f64>().unwrap())
+    }
+
+    fn err(op: &str, attrs: &[(&str, &str)], ins: &[NDArray]) -> String {
+        call(op, attrs, ins).err().expect("an error").message()
+    }
+
+    /// Reference: all multi-indices of `shape` in row-major order.
+    fn indices(shape: &[usize]) -> Vec<Vec<usize>> {
+        let n = numel(shape);
+        (0..n)
+            .map(|mut r| {
+                let mut idx = vec![0; shape.len()];
+                for k in (0..shape.len()).rev() {
+                    idx[k] = r % shape[k];
+                    r /= shape[k];
+                }
+                idx
+            })
+            .collect()
+    }
+
+    fn off(shape: &[usize], idx: &[usize]) -> usize {
+        strides(shape).iter().zip(idx).map(|(s, i)| s * i).sum()
+    }
+
+    fn ref_permute(x: &[f64], shape: &[usize], perm: &[usize]) -> Vec<f64> {
+        let os: Vec<usize> = perm.iter().map(|&a| shape[a]).collect();
+        indices(&os)
+            .iter()
+            .map(|oi| {
+                let mut ii = vec![0; shape.len()];
+                for (j, &a) in perm.iter().enumerate() {
+                    ii[a] = oi[j];
+                }
+                x[off(shape, &ii)]
+            })
+            .collect()
+    }
+
+    #[test]
+    fn reshape_special_values() {
+        let cases: &[(&[usize], &str, bool, &[usize])] = &[
+            (&[2, 3, 4], "(4, 0, 2)", false, &[4, 3, 2]),
+            (&[2, 3, 4], "(2, 0, 0)", false, &[2, 3, 4]),
+            (&[2, 3, 4], "(6, 1, -1)", false, &[6, 1, 4]),
+            (&[2, 3, 4], "(3, -1, 8)", false, &[3, 1, 8]),
+            (&[2, 3, 4], "(-1,)", false, &[24]),
+            (&[2, 3, 4], "(-2,)", false, &[2, 3, 4]),
+            (&[2, 3, 4], "(2, -2)", false, &[2, 3, 4]),
+            (&[2, 3, 4], "(-2, 1, 1)", false, &[2, 3, 4, 1, 1]),
+            (&[2, 3, 4], "(-3, 4)", false, &[6, 4]),
+            (&[2, 3, 4, 5], "(-3, -3)", false, &[6, 20]),
+            (&[2, 3, 4], "(0, -3)", false, &[2, 12]),
+            (&[2, 3, 4], "(-3, -2)", false, &[6, 4]),
+            (&[2, 3, 4], "(-4, 1, 2, -2)", false, &[1, 2, 3, 4]),
+            (&[2, 3, 4], "(2, -4, -1, 3, -2)", false, &[2, 1, 3, 4]),
+            (&[10, 5, 4], "(-1, 0)", false, &[40, 5]),
+            (&[10, 5, 4], "(-1, 0)", true, &[50, 4]),
+            (&[7], "(-1, 0)", true, &[1, 7]),
+            (&[7], "(0, -1)", false, &[7, 1]),
+        ];
+        for (ins, shape, rev, want) in cases {
+            let x = iota(ins);
+            let (s, v) = run("Reshape", &[("shape", shape), ("reverse", if *rev { "True" } else { "False" })], &[x]);
+            assert_eq!(s, want.to_vec(), "{ins:?} {shape} reverse={rev}");
+            assert_eq!(v, (0..numel(ins)).map(|x| x as f64).collect::<Vec<_>>());
+        }
+        let m = err("reshape", &[("shape", "(5, -1)")], &[iota(&[2, 3, 4])]);
+        assert!(m.starts_with("Reshape: cannot infer -1"), "{m}");
+        let m = err("reshape", &[("shape", "(5, 5)")], &[iota(&[2, 3, 4])]);
+        assert_eq!(m, "Reshape: cannot reshape array of shape (2, 3, 4) into shape (5, 5) (shape=(5, 5))");
+        let m = err("Reshape", &[("target_shape", "(4, 6)")], &[iota(&[2, 3, 4])]);
+        assert!(m.contains("target_shape=(4, 6) is not supported"), "{m}");
+        let m = err("Reshape", &[("shape", "(-1, -1)")], &[iota(&[2, 3, 4])]);
+        assert!(m.contains("only one dimension can be -1"), "{m}");
+    }
+
+    #[test]
+    fn reshape_like_and_ranges() {
+        let (s, v) = run("reshape_like", &[], &[iota(&[2, 6]), iota(&[3, 4])]);
+        assert_eq!(s, vec![3, 4]);
+        assert_eq!(v.len(), 12);
+        let (s, _) = run(
+            "reshape_like",
+            &[("lhs_begin", "1"), ("lhs_end", "None"), ("rhs_begin", "-2"), ("rhs_end", "None")],
+            &[iota(&[5, 6]), iota(&[9, 2, 3])],
+        );
+        assert_eq!(s, vec![5, 2, 3]);
+        let m = err("reshape_like", &[], &[iota(&[2, 6]), iota(&[5])]);
+        assert!(m.contains("lhs shape (2, 6) has 12 elements"), "{m}");
+    }
+
+    #[test]
+    fn expand_squeeze_flatten_shape_size() {
+        assert_eq!(run("expand_dims", &[("axis", "1")], &[iota(&[2, 3])]).0, vec![2, 1, 3]);
+        assert_eq!(run("expand_dims", &[("axis", "-1")], &[iota(&[2, 3])]).0, vec![2, 3, 1]);
+        assert!(err("expand_dims", &[("axis", "3")], &[iota(&[2, 3])]).contains("axis 3 is out of range"));
+        assert_eq!(run("squeeze", &[], &[iota(&[1, 2, 1, 3])]).0, vec![2, 3]);
+        assert_eq!(run("squeeze", &[("axis", "(2,)")], &[iota(&[1, 2, 1, 3])]).0, vec![1, 2, 3]);
+        assert_eq!(run("squeeze", &[], &[iota(&[1, 1])]).0, vec![1]);
+        assert!(err("squeeze", &[("axis", "1")], &[iota(&[1, 2])]).contains("axis 1 of shape (1, 2) has size 2"));
+        assert_eq!(run("Flatten", &[], &[iota(&[2, 3, 4])]).0, vec![2, 12]);
+        assert_eq!(run("flatten", &[], &[iota(&[5])]).0, vec![5, 1]);
+        let o = call("shape_array", &[], &[iota(&[2, 3, 4])]).unwrap().remove(0);
+        assert_eq!(o.to_vec::<i64>().unwrap(), vec![2, 3, 4]);
+        let o = call("size_array", &[], &[iota(&[2, 3, 4])]).unwrap().remove(0);
+        assert_eq!((o.shape.clone(), o.to_vec::<i64>().unwrap()), (vec![1], vec![24]));
+    }
+
+    #[test]
+    fn transpose_and_swapaxis_match_reference() {
+        let shapes: &[(&[usize], &[usize])] = &[
+            (&[2, 3, 4], &[1, 2, 0]),
+            (&[2, 3, 4], &[2, 0, 1]),
+            (&[2, 3, 4], &[0, 2, 1]),
+            (&[2, 1, 3, 4], &[3, 1, 0, 2]),
+            (&[300, 301], &[1, 0]),
+            (&[4, 130, 150], &[0, 2, 1]),
+            (&[40, 50, 60], &[2, 1, 0]),
+            (&[3, 4, 5, 6], &[0, 1, 3, 2]),
+            (&[3, 4, 5, 6], &[2, 3, 0, 1]),
+        ];
+        for (s, perm) in shapes {
+            let x = iota(s);
+            let axes = format!("({})", perm.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", "));
+            let (os, v) = run("transpose", &[("axes", &axes)], &[x.clone()]);
+            let xv = x.to_vec::<f64>().unwrap();
+            assert_eq!(os, perm.iter().map(|&a| s[a]).collect::<Vec<_>>());
+            assert_eq!(v, ref_permute(&xv, s, perm), "transpose {s:?} {perm:?}");
+        }
+        // default reverses the axes; negative axes
+        let x = iota(&[2, 3, 4]);
+        let xv = x.to_vec::<f64>().unwrap();
+        assert_eq!(run("transpose", &[], &[x.clone()]).1, ref_permute(&xv, &[2, 3, 4], &[2, 1, 0]));
+        assert_eq!(run("transpose", &[("axes", "(-1, 0, 1)")], &[x.clone()]).1, ref_permute(&xv, &[2, 3, 4], &[2, 0, 1]));
+        assert!(err("transpose", &[("axes", "(0, 0, 1)")], &[x.clone()]).contains("repeat axis 0"));
+        assert!(err("transpose", &[("axes", "(0, 1)")], &[x.clone()]).contains("must list all 3 axes"));
+        let (os, v) = run("SwapAxis", &[("dim1", "0"), ("dim2", "2")], &[x.clone()]);
+        assert_eq!(os, vec![4, 3, 2]);
+        assert_eq!(v, ref_permute(&xv, &[2, 3, 4], &[2, 1, 0]));
+        assert_eq!(run("swapaxes", &[("dim1", "1"), ("dim2", "-1")], &[x]).1, ref_permute(&xv, &[2, 3, 4], &[0, 2, 1]));
+        // other element sizes go through the same word kernels
+        let ctx = Context::cpu(0);
+        let h: Vec<half::f16> = (0..6).map(|v| half::f16::from_f32(v as f32)).collect();
+        let o = call("transpose", &[], &[NDArray::from_vec(h, &[2, 3], ctx).unwrap()]).unwrap().remove(0);
+        assert_eq!(o.to_vec::<half::f16>().unwrap().iter().map(|v| v.to_f32()).collect::<Vec<_>>(), vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
+        let o = call("transpose", &[], &[NDArray::from_vec(vec![0u8, 1, 2, 3, 4, 5], &[3, 2], ctx).unwrap()]).unwrap().remove(0);
+        assert_eq!(o.to_vec::<u8>().unwrap(), vec![0, 2, 4, 1, 3, 5]);
+        let o = call("transpose", &[], &[NDArray::from_vec(vec![0i32, 1, 2, 3, 4, 5], &[3, 2], ctx).unwrap()]).unwrap().remove(0);
+        assert_eq!(o.to_vec::<i32>().unwrap(), vec![0, 2, 4, 1, 3, 5]);
+    }
+
+    #[test]
+    fn concat_stack_split() {
+        let a = iota(&[2, 2]);
+        let b = arr(&[10.0, 11.0, 12.0, 13.0, 14.0, 15.0], &[2, 3]);
+        let (s, v) = run("Concat", &[("num_args", "2")], &[a.clone(), b.clone()]);
+        assert_eq!(s, vec![2, 5]);
+        assert_eq!(v, vec![0.0, 1.0, 10.0, 11.0, 12.0, 2.0, 3.0, 13.0, 14.0, 15.0]);
+        let (s, v) = run("concat", &[("num_args", "2"), ("dim", "0")], &[a.clone(), arr(&[7.0, 8.0], &[1, 2])]);
+        assert_eq!(s, vec![3, 2]);
+        assert_eq!(v, vec![0.0, 1.0, 2.0, 3.0, 7.0, 8.0]);
+        let m = err("Concat", &[("num_args", "2"), ("dim", "0")], &[a.clone(), b.clone()]);
+        assert_eq!(m, "Concat: input 1 has shape (2, 3), which does not match input 0's shape (2, 2) outside dimension 0");
+        assert!(err("Concat", &[("num_args", "3")], &[a.clone(), b.clone()]).contains("expected 3 input(s)"));
+
+        let c = arr(&[4.0, 5.0, 6.0, 7.0], &[2, 2]);
+        let (s, v) = run("stack", &[("num_args", "2"), ("axis", "1")], &[a.clone(), c.clone()]);
+        assert_eq!(s, vec![2, 2, 2]);
+        assert_eq!(v, vec![0.0, 1.0, 4.0, 5.0, 2.0, 3.0, 6.0, 7.0]);
+        let (s, v) = run("stack", &[("num_args", "2"), ("axis", "-1")], &[a.clone(), c.clone()]);
+        assert_eq!(s, vec![2, 2, 2]);
+        assert_eq!(v, vec![0.0, 4.0, 1.0, 5.0, 2.0, 6.0, 3.0, 7.0]);
+        let (s, v) = run("stack", &[("num_args", "2")], &[a.clone(), c]);
+        assert_eq!(s, vec![2, 2, 2]);
+        assert_eq!(v, vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]);
+        assert!(err("stack", &[("num_args", "2")], &[a.clone(), b.clone()]).contains("input 1 has shape (2, 3)"));
+
+        let x = iota(&[2, 6]);
+        let outs = call("SliceChannel", &[("num_outputs", "3")], &[x.clone()]).unwrap();
+        assert_eq!(outs.len(), 3);
+        assert_eq!(outs[1].shape, vec![2, 2]);
+        assert_eq!(outs[1].to_vec::<f64>().unwrap(), vec![2.0, 3.0, 8.0, 9.0]);
+        let outs = call("split", &[("num_outputs", "2"), ("axis", "0"), ("squeeze_axis", "True")], &[x.clone()]).unwrap();
+        assert_eq!(outs[1].shape, vec![6]);
+        assert_eq!(outs[1].to_vec::<f64>().unwrap(), vec![6.0, 7.0, 8.0, 9.0, 10.0, 11.0]);
+        assert!(err("split", &[("num_outputs", "4")], &[x.clone()]).contains("does not split evenly into num_outputs=4"));
+        assert!(err("split", &[("num_outputs", "3"), ("squeeze_axis", "1")], &[x]).contains("squeeze_axis=True"));
+    }
+
+    #[test]
+    fn tile_and_repeat() {
+        let x = iota(&[2, 3]);
+        let (s, v) = run("tile", &[("reps", "(2, 2)")], &[x.clone()]);
+        assert_eq!(s, vec![4, 6]);
+        let want: Vec<f64> = indices(&[4, 6]).iter().map(|i| ((i[0] % 2) * 3 + i[1] % 3) as f64).collect();
+        assert_eq!(v, want);
+        let (s, v) = run("tile", &[("reps", "(2,)")], &[x.clone()]);
+        assert_eq!(s, vec![2, 6]);
+        assert_eq!(v, vec![0.0, 1.0, 2.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 3.0, 4.0, 5.0]);
+        let (s, v) = run("tile", &[("reps", "(2, 1, 1)")], &[x.clone()]);
+        assert_eq!(s, vec![2, 2, 3]);
+        assert_eq!(v, [0.0, 1.0, 2.0, 3.0, 4.0, 5.0].repeat(2));
+        let (s, v) = run("repeat", &[("repeats", "2")], &[x.clone()]);
+        assert_eq!(s, vec![12]);
+        assert_eq!(v, vec![0.0, 0.0, 1.0, 1.0, 2.0, 2.0, 3.0, 3.0, 4.0, 4.0, 5.0, 5.0]);
+        let (s, v) = run("repeat", &[("repeats", "2"), ("axis", "0")], &[x.clone()]);
+        assert_eq!(s, vec![4, 3]);
+        assert_eq!(v, vec![0.0, 1.0, 2.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 3.0, 4.0, 5.0]);
+        let (s, v) = run("repeat", &[("repeats", "3"), ("axis", "-1")], &[x.clone()]);
+        assert_eq!(s, vec![2, 9]);
+        assert_eq!(&v[..9], &[0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0]);
+        assert!(err("repeat", &[("repeats", "2"), ("axis", "2")], &[x]).contains("axis 2 is out of range"));
+    }
+
+    /// CPython's slice.indices.
+    fn py_range(len: i64, b: Option<i64>, e: Option<i64>, s: i64) -> Vec<i64> {
+        let (lo, hi) = if s < 0 { (-1, len - 1) } else { (0, len) };
+        let fix = |v: Option<i64>, d: i64| match v {
+            None => d,
+            Some(v) if v < 0 => (v + len).max(lo),
+            Some(v) => v.min(hi),
+        };
+        let b = fix(b, if s < 0 { hi } else { lo });
+        let e = fix(e, if s < 0 { lo } else { hi });
+        let mut r = vec![];
+        let mut i = b;
+        while (s > 0 && i < e) || (s < 0 && i > e) {
+            r.push(i);
+            i += s;
+        }
+        r
+    }
+
+    #[test]
+    fn slice_matches_python_slicing() {
+        let opts = [None, Some(-7), Some(-2), Some(0), Some(1), Some(3), Some(5), Some(9)];
+        let x = iota(&[5]);
+        for b in opts {
+            for e in opts {
+                for s in [1i64, 2, 3, -1, -2] {
+                    let f = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_else(|| "None".into());
+                    let (bs, es, ss) = (format!("({},)", f(b)), format!("({},)", f(e)), format!("({s},)"));
+                    let (shape, v) = run("slice", &[("begin", &bs), ("end", &es), ("step", &ss)], &[x.clone()]);
+                    let want: Vec<f64> = py_range(5, b, e, s).into_iter().map(|i| i as f64).collect();
+                    assert_eq!(shape, vec![want.len()], "slice b={b:?} e={e:?} s={s}");
+                    assert_eq!(v, want, "slice b={b:?} e={e:?} s={s}");
+                }
+            }
+        }
+        // multi-axis with a trailing untouched axis
+        let x = iota(&[4, 5, 3]);
+        let (s, v) = run("crop", &[("begin", "(1, None)"), ("end", "(None, 0)"), ("step", "(2, -2)")], &[x.clone()]);
+        assert_eq!(s, vec![2, 2, 3]);
+        let xv = x.to_vec::<f64>().unwrap();
+        let mut want = vec![];
+        for i in [1, 3] {
+            for j in [4, 2] {
+                for k in 0..3 {
+                    want.push(xv[i * 15 + j * 3 + k]);
+                }
+            }
+        }
+        assert_eq!(v, want);
+        assert!(err("slice", &[("begin", "(0, 0)"), ("end", "(1,)")], &[x.clone()]).contains("same length"));
+        assert!(err("slice", &[("begin", "(0,)"), ("end", "(1,)"), ("step", "(0,)")], &[x]).contains("step[0] must not be 0"));
+    }
+
+    #[test]
+    fn slice_axis_like_reverse() {
+        let x = iota(&[3, 4]);
+        let (s, v) = run("slice_axis", &[("axis", "1"), ("begin", "1"), ("end", "3")], &[x.clone()]);
+        assert_eq!(s, vec![3, 2]);
+        assert_eq!(v, vec![1.0, 2.0, 5.0, 6.0, 9.0, 10.0]);
+        let (s, v) = run("slice_axis", &[("axis", "-2"), ("begin", "-1"), ("end", "None")], &[x.clone()]);
+        assert_eq!(s, vec![1, 4]);
+        assert_eq!(v, vec![8.0, 9.0, 10.0, 11.0]);
+        assert!(err("slice_axis", &[("axis", "0"), ("begin", "2"), ("end", "1")], &[x.clone()]).contains("non-empty range"));
+        let (s, v) = run("slice_like", &[], &[x.clone(), iota(&[2, 3])]);
+        assert_eq!(s, vec![2, 3]);
+        assert_eq!(v, vec![0.0, 1.0, 2.0, 4.0, 5.0, 6.0]);
+        let (s, _) = run("slice_like", &[("axes", "(1,)")], &[x.clone(), iota(&[1, 2])]);
+        assert_eq!(s, vec![3, 2]);
+        assert!(err("slice_like", &[], &[x.clone(), iota(&[4, 4])]).contains("larger than"));
+        let (s, v) = run("reverse", &[("axis", "(0, 1)")], &[x.clone()]);
+        assert_eq!(s, vec![3, 4]);
+        assert_eq!(v, (0..12).rev().map(|i| i as f64).collect::<Vec<_>>());
+        let (_, v) = run("flip", &[("axis", "1")], &[x]);
+        assert_eq!(&v[..4], &[3.0, 2.0, 1.0, 0.0]);
+    }
+
+    #[test]
+    fn diag_values() {
+        let (s, v) = run("diag", &[("k", "1")], &[arr(&[1.0, 2.0], &[2])]);
+        assert_eq!(s, vec![3, 3]);
+        assert_eq!(v, vec![0.0, 1.0, 0.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0]);
+        let (_, v) = run("diag", &[("k", "-1")], &[arr(&[1.0, 2.0], &[2])]);
+        assert_eq!(v, vec![0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 2.0, 0.0]);
+        let x = iota(&[3, 4]);
+        assert_eq!(run("diag", &[], &[x.clone()]).1, vec![0.0, 5.0, 10.0]);
+        assert_eq!(run("diag", &[("k", "2")], &[x.clone()]).1, vec![2.0, 7.0]);
+        assert_eq!(run("diag", &[("k", "-2")], &[x.clone()]).1, vec![8.0]);
+        assert_eq!(run("diag", &[("k", "9")], &[x]).0, vec![0]);
+        let x = iota(&[2, 3, 3]);
+        let (s, v) = run("diag", &[("axis1", "1"), ("axis2", "2")], &[x]);
+        assert_eq!(s, vec![2, 3]);
+        assert_eq!(v, vec![0.0, 4.0, 8.0, 9.0, 13.0, 17.0]);
+    }
+
+    #[test]
+    fn gradients() {
+        let v24 = || vals(24, 1);
+        check_grad("Reshape", &[("shape", "(4, -1)")], &[(v24(), vec![2, 3, 4])], &[0]);
+        check_grad("reshape_like", &[], &[(v24(), vec![2, 3, 4]), (vals(24, 2), vec![6, 4])], &[0]);
+        check_grad("transpose", &[("axes", "(1, 2, 0)")], &[(v24(), vec![2, 3, 4])], &[0]);
+        check_grad("transpose", &[("axes", "(-1, 0, 1)")], &[(v24(), vec![2, 3, 4])], &[0]);
+        check_grad("transpose", &[], &[(v24(), vec![2, 3, 4])], &[0]);
+        check_grad("SwapAxis", &[("dim1", "0"), ("dim2", "2")], &[(v24(), vec![2, 3, 4])], &[0]);
+        check_grad("expand_dims", &[("axis", "1")], &[(v24(), vec![2, 3, 4])], &[0]);
+        check_grad("squeeze", &[], &[(vals(6, 1), vec![2, 1, 3])], &[0]);
+        check_grad("Flatten", &[], &[(v24(), vec![2, 3, 4])], &[0]);
+        check_grad("Concat", &[("num_args", "3"), ("dim", "-1")], &[(vals(4, 1), vec![2, 2]), (vals(6, 2), vec![2, 3]), (vals(2, 3), vec![2, 1])], &[0, 1, 2]);
+        check_grad("stack", &[("num_args", "2"), ("axis", "1")], &[(vals(6, 1), vec![2, 3]), (vals(6, 2), vec![2, 3])], &[0, 1]);
+        check_grad("stack", &[("num_args", "2"), ("axis", "-1")], &[(vals(6, 1), vec![2, 3]), (vals(6, 2), vec![2, 3])], &[0, 1]);
+        check_grad("SliceChannel", &[("num_outputs", "3"), ("axis", "-1")], &[(vals(12, 1), vec![2, 6])], &[0]);
+        check_grad("SliceChannel", &[("num_outputs", "2"), ("axis", "0"), ("squeeze_axis", "True")], &[(vals(6, 1), vec![2, 3])], &[0]);
+        check_grad("tile", &[("reps", "(2, 1, 3)")], &[(vals(6, 1), vec![2, 3])], &[0]);
+        check_grad("tile", &[("reps", "(2,)")], &[(vals(6, 1), vec![2, 3])], &[0]);
+        check_grad("repeat", &[("repeats", "3"), ("axis", "1")], &[(vals(6, 1), vec![2, 3])], &[0]);
+        check_grad("repeat", &[("repeats", "2")], &[(vals(6, 1), vec![2, 3])], &[0]);
+        check_grad("reverse", &[("axis", "(0, 2)")], &[(v24(), vec![2, 3, 4])], &[0]);
+        check_grad("slice", &[("begin", "(1, None)"), ("end", "(None, 0)"), ("step", "(1, -2)")], &[(v24(), vec![2, 3, 4])], &[0]);
+        check_grad("slice_axis", &[("axis", "-1"), ("begin", "1"), ("end", "3")], &[(v24(), vec![2, 3, 4])], &[0]);
+        check_grad("slice_like", &[("axes", "(0, 2)")], &[(v24(), vec![2, 3, 4]), (vals(8, 2), vec![1, 4, 2])], &[0]);
+        check_grad("diag", &[("k", "1")], &[(vals(12, 1), vec![3, 4])], &[0]);
+        check_grad("diag", &[("k", "-1")], &[(vals(3, 1), vec![3])], &[0]);
+        check_grad("diag", &[("axis1", "2"), ("axis2", "0")], &[(v24(), vec![2, 3, 4])], &[0]);
+        // internal ops are differentiable too
+        check_grad("_split_like", &[("num_args", "2"), ("dim", "1")], &[(vals(10, 1), vec![2, 5]), (vals(4, 2), vec![2, 2]), (vals(6, 3), vec![2, 3])], &[0]);
+        check_grad("_tile_sum", &[("reps", "(2, 2)")], &[(v24(), vec![4, 6]), (vals(6, 2), vec![2, 3])], &[0]);
+        check_grad("_repeat_sum", &[("repeats", "2"), ("axis", "0")], &[(vals(12, 1), vec![4, 3]), (vals(6, 2), vec![2, 3])], &[0]);
+        check_grad("_slice_scatter", &[("mode", "slice_axis"), ("axis", "1"), ("begin", "1"), ("end", "None")], &[(vals(4, 1), vec![2, 2]), (vals(6, 2), vec![2, 3])], &[0]);
+        check_grad("_diag_scatter", &[("k", "0")], &[(vals(3, 1), vec![3]), (vals(12, 2), vec![3, 4])], &[0]);
+        check_grad("_dot_flat_out", &[], &[(v24(), vec![2, 3, 4]), (vals(12, 2), vec![2, 3, 2]), (vals(8, 3), vec![2, 4])], &[0]);
+    }
+}
