@@ -462,7 +462,7 @@ pub fn permute<T: Copy + Send + Sync>(src: &[T], shape: &[usize], perm: &[usize]
         return;
     }
     // Batched 2-D transpose: the last two output axes are swapped input axes.
-    if ist[nd - 2] == 1 && ist[nd - 1] == osh[nd - 2] && (nd == 2 || ist[nd - 3] == osh[nd - 1] * osh[nd - 2]) {
+    if ist[nd - 2] == 1 && ist[nd - 1] == osh[nd - 2] && (nd == 2 || (nd == 3 && ist[0] == osh[1] * osh[2])) {
         let (r, c) = (osh[nd - 2], osh[nd - 1]); // dst block is r x c, src block is c x r
         let blk = r * c;
         let go = |b: usize, d: &mut [T]| {
@@ -626,7 +626,9 @@ pub static SWAPAXIS: OpDef = OpDef {
 
 /// Copy `parts` (each outer x inner_i) into `out` (outer x sum inner_i),
 /// or the reverse when `split`.
-fn join_blocks<T: Copy + Send + Sync>(parts: &[&mut [T]], out: &mut [T], outer: usize, inners: &[usize], split: bool) {
+/// `parts` are element pointers of blobs holding outer x inners[k] values
+/// (distinct outputs when `split`; possibly repeated inputs otherwise).
+fn join_blocks<T: Copy>(parts: &[*mut T], out: &mut [T], outer: usize, inners: &[usize], split: bool) {
     let total: usize = inners.iter().sum();
     if total == 0 {
         return;
@@ -637,13 +639,14 @@ fn join_blocks<T: Copy + Send + Sync>(parts: &[&mut [T]], out: &mut [T], outer: 
     }
     for o in 0..outer {
         let orow = &mut out[o * total..(o + 1) * total];
-        for (k, p) in parts.iter().enumerate() {
+        for (k, &p) in parts.iter().enumerate() {
             let w = inners[k];
-            let prow = unsafe { std::slice::from_raw_parts_mut(p.as_ptr().add(o * w) as *mut T, w) };
-            if split {
-                prow.copy_from_slice(&orow[start[k]..start[k] + w]);
-            } else {
-                orow[start[k]..start[k] + w].copy_from_slice(prow);
+            unsafe {
+                if split {
+                    std::slice::from_raw_parts_mut(p.add(o * w), w).copy_from_slice(&orow[start[k]..start[k] + w]);
+                } else {
+                    orow[start[k]..start[k] + w].copy_from_slice(std::slice::from_raw_parts(p.add(o * w), w));
+                }
             }
         }
     }
@@ -651,9 +654,9 @@ fn join_blocks<T: Copy + Send + Sync>(parts: &[&mut [T]], out: &mut [T], outer: 
 
 fn join_blobs(parts: &[Blob], out: &Blob, axis: usize, split: bool) {
     let outer: usize = numel(&out.shape[..axis]);
-    let inners: Vec<usize> = parts.iter().map(|p| numel(&p.shape) / outer.max(1)).collect();
+    let inners: Vec<usize> = parts.iter().map(|p| if outer == 0 { 0 } else { numel(&p.shape) / outer }).collect();
     by_size!(out.dtype, T => {
-        let ps: Vec<&mut [T]> = parts.iter().map(|p| raw_mut::<T>(p)).collect();
+        let ps: Vec<*mut T> = parts.iter().map(|p| p.raw_ptr() as *mut T).collect();
         join_blocks(&ps, raw_mut::<T>(out), outer, &inners, split)
     })
 }
