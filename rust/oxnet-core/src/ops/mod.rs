@@ -6,6 +6,9 @@ pub mod elemwise;
 pub mod init;
 pub mod reduce;
 pub mod index;
+pub mod matrix;
+pub mod shape;
+pub mod random;
 
 pub use attrs::Attrs;
 pub use registry::{call, invoke, lookup, OpCall, OpDef};

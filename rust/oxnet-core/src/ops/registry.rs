@@ -198,6 +198,9 @@ const FAMILIES: &[&[&OpDef]] = &[
     super::init::OPS,
     super::reduce::OPS,
     super::index::OPS,
+    super::matrix::OPS,
+    super::shape::OPS,
+    super::random::OPS,
 ];
 
 struct Registry {
