@@ -64,7 +64,7 @@ def jvalue(v):
 
 def describe(name, a):
     """Expected description of one dense array (a NumPy array)."""
-    a = np.ascontiguousarray(a)
+    a = np.array(a, order="C", copy=True)  # (ascontiguousarray turns 0-d into 1-d)
     return {
         "name": name,
         "dtype": str(a.dtype),

@@ -6,6 +6,7 @@ use crate::engine::{self, Var};
 use crate::error::{Error, Result};
 use crate::storage::{self, Storage};
 use std::sync::Arc;
+pub mod serialize;
 
 pub struct Chunk {
     pub var: Var,
