@@ -60,10 +60,12 @@ pub fn save(path: &str, arrays: &[Named]) -> Result<()> {
 pub fn save_with(path: &str, arrays: &[Named], format: Format) -> Result<()> {
     // Check everything that can fail before touching the file.
     let magic = plan(arrays, format)?;
-    let file = std::fs::File::create(path).map_err(|e| Error::Io(format!("{path}: cannot create file: {e}")))?;
+    let file = std::fs::File::create(path)
+        .map_err(|e| Error::Io(format!("{path}: cannot create file: {e}")))?;
     let mut w = BufWriter::with_capacity(1 << 20, file);
     write_all_arrays(&mut w, arrays, magic).map_err(|e| with_path(e, path))?;
-    w.flush().map_err(|e| Error::Io(format!("{path}: write failed: {e}")))?;
+    w.flush()
+        .map_err(|e| Error::Io(format!("{path}: write failed: {e}")))?;
     Ok(())
 }
 
@@ -74,7 +76,11 @@ pub fn save_to_bytes(arrays: &[Named]) -> Result<Vec<u8>> {
 
 pub fn save_to_bytes_with(arrays: &[Named], format: Format) -> Result<Vec<u8>> {
     let magic = plan(arrays, format)?;
-    let size: usize = 32 + arrays.iter().map(|(n, a)| 48 + 8 * a.ndim() + a.nbytes() + n.as_ref().map_or(0, |s| 8 + s.len())).sum::<usize>();
+    let size: usize = 32
+        + arrays
+            .iter()
+            .map(|(n, a)| 48 + 8 * a.ndim() + a.nbytes() + n.as_ref().map_or(0, |s| 8 + s.len()))
+            .sum::<usize>();
     let mut out = Vec::with_capacity(size);
     write_all_arrays(&mut out, arrays, magic)?;
     Ok(out)
@@ -105,7 +111,8 @@ fn write_all_arrays<W: Write>(w: &mut W, arrays: &[Named], magic: u32) -> Result
     let io = |e: std::io::Error| Error::Io(format!("write failed: {e}"));
     w.write_all(&LIST_MAGIC.to_le_bytes()).map_err(io)?;
     w.write_all(&0u64.to_le_bytes()).map_err(io)?;
-    w.write_all(&(arrays.len() as u64).to_le_bytes()).map_err(io)?;
+    w.write_all(&(arrays.len() as u64).to_le_bytes())
+        .map_err(io)?;
     for (_, a) in arrays {
         let mut head = Vec::with_capacity(32 + 8 * a.ndim());
         head.extend_from_slice(&magic.to_le_bytes());
@@ -124,7 +131,11 @@ fn write_all_arrays<W: Write>(w: &mut W, arrays: &[Named], magic: u32) -> Result
         // contiguous, so the blob is exactly the array's bytes.
         w.write_all(a.blob().bytes()).map_err(io)?;
     }
-    let nnames = if arrays.iter().any(|(n, _)| n.is_some()) { arrays.len() } else { 0 };
+    let nnames = if arrays.iter().any(|(n, _)| n.is_some()) {
+        arrays.len()
+    } else {
+        0
+    };
     w.write_all(&(nnames as u64).to_le_bytes()).map_err(io)?;
     if nnames > 0 {
         for (n, _) in arrays {
@@ -148,15 +159,29 @@ fn with_path(e: Error, path: &str) -> Error {
 /// Load every array of an MXNet NDArray file. Names are `Some` when the file
 /// was saved from a dict, `None` when it was saved from a list.
 pub fn load(path: &str) -> Result<Vec<Named>> {
-    let file = std::fs::File::open(path).map_err(|e| Error::Io(format!("{path}: cannot open file: {e}")))?;
-    let len = file.metadata().map_err(|e| Error::Io(format!("{path}: cannot stat file: {e}")))?.len();
-    let mut r = Input { r: BufReader::with_capacity(1 << 20, file), pos: 0, len, name: path };
+    let file = std::fs::File::open(path)
+        .map_err(|e| Error::Io(format!("{path}: cannot open file: {e}")))?;
+    let len = file
+        .metadata()
+        .map_err(|e| Error::Io(format!("{path}: cannot stat file: {e}")))?
+        .len();
+    let mut r = Input {
+        r: BufReader::with_capacity(1 << 20, file),
+        pos: 0,
+        len,
+        name: path,
+    };
     r.load_all()
 }
 
 /// Load from an in-memory copy of a file.
 pub fn load_from_bytes(bytes: &[u8]) -> Result<Vec<Named>> {
-    let mut r = Input { r: bytes, pos: 0, len: bytes.len() as u64, name: "<bytes>" };
+    let mut r = Input {
+        r: bytes,
+        pos: 0,
+        len: bytes.len() as u64,
+        name: "<bytes>",
+    };
     r.load_all()
 }
 
@@ -171,7 +196,10 @@ struct Input<'a, R: Read> {
 
 impl<R: Read> Input<'_, R> {
     fn err(&self, at: u64, msg: impl std::fmt::Display) -> Error {
-        Error::Io(format!("{}: invalid NDArray file at offset {at}: {msg}", self.name))
+        Error::Io(format!(
+            "{}: invalid NDArray file at offset {at}: {msg}",
+            self.name
+        ))
     }
 
     fn need(&self, n: u64, what: &str) -> Result<()> {
@@ -179,7 +207,10 @@ impl<R: Read> Input<'_, R> {
         if n > left {
             return Err(self.err(
                 self.pos,
-                format!("truncated: {what} needs {n} bytes, only {left} left (file is {} bytes)", self.len),
+                format!(
+                    "truncated: {what} needs {n} bytes, only {left} left (file is {} bytes)",
+                    self.len
+                ),
             ));
         }
         Ok(())
@@ -187,7 +218,9 @@ impl<R: Read> Input<'_, R> {
 
     fn fill(&mut self, buf: &mut [u8], what: &str) -> Result<()> {
         self.need(buf.len() as u64, what)?;
-        self.r.read_exact(buf).map_err(|e| self.err(self.pos, format!("reading {what}: {e}")))?;
+        self.r
+            .read_exact(buf)
+            .map_err(|e| self.err(self.pos, format!("reading {what}: {e}")))?;
         self.pos += buf.len() as u64;
         Ok(())
     }
@@ -220,7 +253,13 @@ impl<R: Read> Input<'_, R> {
         let count = self.u64("the array count")?;
         // The smallest array record is 4 bytes, so a count beyond that is corrupt.
         if count > (self.len - self.pos) / 4 {
-            return Err(self.err(at, format!("array count {count} cannot fit in the {} bytes left", self.len - self.pos)));
+            return Err(self.err(
+                at,
+                format!(
+                    "array count {count} cannot fit in the {} bytes left",
+                    self.len - self.pos
+                ),
+            ));
         }
         let mut arrays = Vec::with_capacity(count as usize);
         for i in 0..count {
@@ -229,7 +268,10 @@ impl<R: Read> Input<'_, R> {
         let at = self.pos;
         let nnames = self.u64("the name count")?;
         if nnames != 0 && nnames != count {
-            return Err(self.err(at, format!("{nnames} names for {count} arrays (expected 0 or {count})")));
+            return Err(self.err(
+                at,
+                format!("{nnames} names for {count} arrays (expected 0 or {count})"),
+            ));
         }
         let mut out = Vec::with_capacity(arrays.len());
         let mut names = Vec::with_capacity(nnames as usize);
@@ -239,7 +281,8 @@ impl<R: Read> Input<'_, R> {
             self.need(n, &format!("name {i}"))?;
             let mut b = vec![0u8; n as usize];
             self.fill(&mut b, &format!("name {i}"))?;
-            let s = String::from_utf8(b).map_err(|_| self.err(at, format!("name {i} is not valid UTF-8")))?;
+            let s = String::from_utf8(b)
+                .map_err(|_| self.err(at, format!("name {i} is not valid UTF-8")))?;
             names.push(s);
         }
         let mut names = names.into_iter();
@@ -314,13 +357,28 @@ impl<R: Read> Input<'_, R> {
                 12 => " (bfloat16)",
                 _ => "",
             };
-            self.err(at, format!("array {i} has dtype flag {flag}{known}, which oxnet does not support"))
+            self.err(
+                at,
+                format!("array {i} has dtype flag {flag}{known}, which oxnet does not support"),
+            )
         })?;
         let nbytes = shape
             .iter()
             .try_fold(dtype.size() as u64, |acc, &d| acc.checked_mul(d as u64))
-            .ok_or_else(|| self.err(at, format!("array {i} of shape {} is too large", fmt_shape(&shape))))?;
-        self.need(nbytes, &format!("the data of array {i} (shape {}, {})", fmt_shape(&shape), dtype.name()))?;
+            .ok_or_else(|| {
+                self.err(
+                    at,
+                    format!("array {i} of shape {} is too large", fmt_shape(&shape)),
+                )
+            })?;
+        self.need(
+            nbytes,
+            &format!(
+                "the data of array {i} (shape {}, {})",
+                fmt_shape(&shape),
+                dtype.name()
+            ),
+        )?;
         let a = NDArray::empty(&shape, dtype, Context::cpu(0))?;
         // Fresh array: nothing is pending on it, and we fill it in place.
         a.wait_to_write()?;
@@ -334,8 +392,13 @@ impl<R: Read> Input<'_, R> {
     fn shape_i64(&mut self, i: u64, np_shape: bool) -> Result<Vec<usize>> {
         let at = self.pos;
         let ndim = self.i32("the ndim")?;
-        let none = || self.err(at, format!("array {i} is a none (uninitialised) array, which oxnet cannot hold"));
-        if ndim == -1 && np_shape || ndim == 0 && !np_shape {
+        let none = || {
+            self.err(
+                at,
+                format!("array {i} is a none (uninitialised) array, which oxnet cannot hold"),
+            )
+        };
+        if (ndim == -1 && np_shape) || (ndim == 0 && !np_shape) {
             return Err(none());
         }
         if ndim < 0 {
@@ -360,7 +423,9 @@ mod tests {
     use std::path::PathBuf;
 
     fn golden(name: &str) -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/golden").join(name)
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/data/golden")
+            .join(name)
     }
 
     fn expected() -> Value {
@@ -369,7 +434,10 @@ mod tests {
     }
 
     fn hex(s: &str) -> Vec<u8> {
-        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
     }
 
     fn bytes_of(a: &NDArray) -> Vec<u8> {
@@ -381,12 +449,25 @@ mod tests {
     /// Compare one loaded array with its description in expected.json: name,
     /// dtype, shape, exact bytes, and the decoded values.
     fn check(name: Option<&String>, a: &NDArray, want: &Value, what: &str) {
-        assert_eq!(name.map(|s| s.as_str()), want["name"].as_str(), "{what}: name");
+        assert_eq!(
+            name.map(|s| s.as_str()),
+            want["name"].as_str(),
+            "{what}: name"
+        );
         let dtype = want["dtype"].as_str().unwrap();
         assert_eq!(a.dtype().name(), dtype, "{what}: dtype");
-        let shape: Vec<usize> = want["shape"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as usize).collect();
+        let shape: Vec<usize> = want["shape"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap() as usize)
+            .collect();
         assert_eq!(a.shape, shape, "{what}: shape");
-        assert_eq!(bytes_of(a), hex(want["hex"].as_str().unwrap()), "{what}: bytes");
+        assert_eq!(
+            bytes_of(a),
+            hex(want["hex"].as_str().unwrap()),
+            "{what}: bytes"
+        );
         let vals = want["values"].as_array().unwrap();
         assert_eq!(vals.len(), a.size(), "{what}: size");
         let as_f64 = |v: &Value| match v {
@@ -397,12 +478,32 @@ mod tests {
             v => v.as_f64().unwrap(),
         };
         let got: Vec<f64> = match a.dtype() {
-            DType::F32 => a.to_vec::<f32>().unwrap().into_iter().map(|x| x as f64).collect(),
+            DType::F32 => a
+                .to_vec::<f32>()
+                .unwrap()
+                .into_iter()
+                .map(|x| x as f64)
+                .collect(),
             DType::F64 => a.to_vec::<f64>().unwrap(),
-            DType::F16 => a.to_vec::<f16>().unwrap().into_iter().map(|x| x.to_f64()).collect(),
+            DType::F16 => a
+                .to_vec::<f16>()
+                .unwrap()
+                .into_iter()
+                .map(|x| x.to_f64())
+                .collect(),
             DType::U8 | DType::Bool => bytes_of(a).into_iter().map(|x| x as f64).collect(),
-            DType::I8 => a.to_vec::<i8>().unwrap().into_iter().map(|x| x as f64).collect(),
-            DType::I32 => a.to_vec::<i32>().unwrap().into_iter().map(|x| x as f64).collect(),
+            DType::I8 => a
+                .to_vec::<i8>()
+                .unwrap()
+                .into_iter()
+                .map(|x| x as f64)
+                .collect(),
+            DType::I32 => a
+                .to_vec::<i32>()
+                .unwrap()
+                .into_iter()
+                .map(|x| x as f64)
+                .collect(),
             DType::I64 => {
                 // Exact integer comparison (values beyond 2^53 are in the file).
                 let got = a.to_vec::<i64>().unwrap();
@@ -442,7 +543,11 @@ mod tests {
             let loaded = check_file(file, desc);
             // Saving what we loaded gives MXNet's bytes back (V3 files are
             // reproduced through Format::V3, or Auto when a 0-d array is in them).
-            let format = if desc["magic"] == "v3" { Format::V3 } else { Format::V2 };
+            let format = if desc["magic"] == "v3" {
+                Format::V3
+            } else {
+                Format::V2
+            };
             let ours = save_to_bytes_with(&loaded, format).unwrap();
             let theirs = std::fs::read(golden(file)).unwrap();
             assert_eq!(ours, theirs, "{file}: re-saved bytes differ from MXNet's");
@@ -464,7 +569,10 @@ mod tests {
         let ours = save_to_bytes(&loaded).unwrap();
         assert_eq!(ours, std::fs::read(golden("nd_np.params")).unwrap());
         let e = save_to_bytes_with(&loaded, Format::V2).unwrap_err();
-        assert!(matches!(e, Error::Shape(ref m) if m.contains("0-d")), "{e:?}");
+        assert!(
+            matches!(e, Error::Shape(ref m) if m.contains("0-d")),
+            "{e:?}"
+        );
     }
 
     #[test]
@@ -475,10 +583,16 @@ mod tests {
         let desc = &exp["nd"]["nd_dict.params"]["arrays"];
         let mut arrays = Vec::new();
         for w in desc.as_array().unwrap() {
-            let shape: Vec<usize> = w["shape"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as usize).collect();
+            let shape: Vec<usize> = w["shape"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_u64().unwrap() as usize)
+                .collect();
             let dtype = DType::from_name(w["dtype"].as_str().unwrap()).unwrap();
             let a = NDArray::empty(&shape, dtype, Context::cpu(0)).unwrap();
-            a.write_from_slice(&hex(w["hex"].as_str().unwrap())).unwrap();
+            a.write_from_slice(&hex(w["hex"].as_str().unwrap()))
+                .unwrap();
             arrays.push((Some(w["name"].as_str().unwrap().to_string()), a));
         }
         let theirs = std::fs::read(golden("nd_dict.params")).unwrap();
@@ -491,7 +605,10 @@ mod tests {
         assert_eq!(std::fs::read(&p).unwrap(), theirs);
         // Unnamed: equals the list file.
         let unnamed: Vec<Named> = arrays.iter().map(|(_, a)| (None, a.clone())).collect();
-        assert_eq!(save_to_bytes(&unnamed).unwrap(), std::fs::read(golden("nd_list.params")).unwrap());
+        assert_eq!(
+            save_to_bytes(&unnamed).unwrap(),
+            std::fs::read(golden("nd_list.params")).unwrap()
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -499,11 +616,18 @@ mod tests {
     fn serialize_checkpoint_and_gluon_params() {
         let exp = expected();
         let mlp = &exp["symbols"]["mlp"];
-        let loaded = load(golden(mlp["params_file"].as_str().unwrap()).to_str().unwrap()).unwrap();
+        let loaded = load(
+            golden(mlp["params_file"].as_str().unwrap())
+                .to_str()
+                .unwrap(),
+        )
+        .unwrap();
         let want = mlp["params"].as_array().unwrap();
         assert_eq!(loaded.len(), want.len());
         for (k, ((n, a), w)) in loaded.iter().zip(want).enumerate() {
-            assert!(n.as_ref().unwrap().starts_with("arg:") || n.as_ref().unwrap().starts_with("aux:"));
+            assert!(
+                n.as_ref().unwrap().starts_with("arg:") || n.as_ref().unwrap().starts_with("aux:")
+            );
             check(n.as_ref(), a, w, &format!("mlp[{k}]"));
         }
         let g = &exp["gluon"];
@@ -520,22 +644,47 @@ mod tests {
     #[test]
     fn serialize_sparse_is_reported() {
         let p = golden("nd_sparse.params");
-        let Err(Error::Io(m)) = load(p.to_str().unwrap()) else { panic!("expected an Io error") };
-        assert!(m.contains("nd_sparse.params") && m.contains("offset 28") && m.contains("row_sparse"), "{m}");
+        let Err(Error::Io(m)) = load(p.to_str().unwrap()) else {
+            panic!("expected an Io error")
+        };
+        assert!(
+            m.contains("nd_sparse.params") && m.contains("offset 28") && m.contains("row_sparse"),
+            "{m}"
+        );
     }
 
     #[test]
     fn serialize_round_trip_all_dtypes_and_views() {
         let ctx = Context::cpu(0);
-        let base = NDArray::from_vec((0..24).map(|x| x as f32 * 0.25).collect(), &[4, 6], ctx).unwrap();
+        let base =
+            NDArray::from_vec((0..24).map(|x| x as f32 * 0.25).collect(), &[4, 6], ctx).unwrap();
         let view = base.slice_view(1, 3).unwrap(); // offset view
         let arrays: Vec<Named> = vec![
-            (None, NDArray::from_vec(vec![1.5f64, -2.0], &[2], ctx).unwrap()),
-            (None, NDArray::from_vec(vec![f16::from_f32(0.5), f16::NEG_INFINITY], &[1, 2], ctx).unwrap()),
-            (None, NDArray::from_vec(vec![7u8, 255, 0], &[3], ctx).unwrap()),
-            (None, NDArray::from_vec(vec![-7i8], &[1, 1, 1], ctx).unwrap()),
-            (None, NDArray::from_vec(vec![i32::MIN, i32::MAX], &[2, 1], ctx).unwrap()),
-            (None, NDArray::from_vec(vec![i64::MIN, 1, i64::MAX], &[3], ctx).unwrap()),
+            (
+                None,
+                NDArray::from_vec(vec![1.5f64, -2.0], &[2], ctx).unwrap(),
+            ),
+            (
+                None,
+                NDArray::from_vec(vec![f16::from_f32(0.5), f16::NEG_INFINITY], &[1, 2], ctx)
+                    .unwrap(),
+            ),
+            (
+                None,
+                NDArray::from_vec(vec![7u8, 255, 0], &[3], ctx).unwrap(),
+            ),
+            (
+                None,
+                NDArray::from_vec(vec![-7i8], &[1, 1, 1], ctx).unwrap(),
+            ),
+            (
+                None,
+                NDArray::from_vec(vec![i32::MIN, i32::MAX], &[2, 1], ctx).unwrap(),
+            ),
+            (
+                None,
+                NDArray::from_vec(vec![i64::MIN, 1, i64::MAX], &[3], ctx).unwrap(),
+            ),
             (None, NDArray::empty(&[3, 0], DType::F32, ctx).unwrap()),
             (None, view.clone()),
         ];
@@ -548,7 +697,10 @@ mod tests {
             assert_eq!(a.dtype(), b.dtype());
             assert_eq!(bytes_of(a), bytes_of(b));
         }
-        assert_eq!(back[7].1.to_vec::<f32>().unwrap(), (6..18).map(|x| x as f32 * 0.25).collect::<Vec<_>>());
+        assert_eq!(
+            back[7].1.to_vec::<f32>().unwrap(),
+            (6..18).map(|x| x as f32 * 0.25).collect::<Vec<_>>()
+        );
         // Named, with an empty name and non-ASCII names.
         let named: Vec<Named> = vec![(Some("".into()), view), (Some("gewicht_ä".into()), base)];
         let back = load_from_bytes(&save_to_bytes(&named).unwrap()).unwrap();
@@ -562,14 +714,20 @@ mod tests {
         assert_eq!(back[0].1.dtype(), DType::Bool);
         assert_eq!(back[0].1.shape, Vec::<usize>::new());
         // Empty list.
-        assert_eq!(load_from_bytes(&save_to_bytes(&[]).unwrap()).unwrap().len(), 0);
+        assert_eq!(
+            load_from_bytes(&save_to_bytes(&[]).unwrap()).unwrap().len(),
+            0
+        );
     }
 
     #[test]
     fn serialize_mixed_names_rejected() {
         let a = NDArray::from_vec(vec![1f32], &[1], Context::cpu(0)).unwrap();
         let e = save_to_bytes(&[(Some("a".into()), a.clone()), (None, a)]).unwrap_err();
-        assert!(matches!(e, Error::Param(ref m) if m.contains("1 of 2")), "{e:?}");
+        assert!(
+            matches!(e, Error::Param(ref m) if m.contains("1 of 2")),
+            "{e:?}"
+        );
     }
 
     /// Every proper prefix of a valid file is rejected with an Io error that
@@ -579,19 +737,30 @@ mod tests {
         let full = std::fs::read(golden("nd_dict.params")).unwrap();
         for cut in 0..full.len() {
             match load_from_bytes(&full[..cut]) {
-                Err(Error::Io(m)) => assert!(m.starts_with("<bytes>: invalid NDArray file at offset "), "{cut}: {m}"),
-                other => panic!("prefix of {cut} bytes: expected an Io error, got {:?}", other.map(|v| v.len())),
+                Err(Error::Io(m)) => assert!(
+                    m.starts_with("<bytes>: invalid NDArray file at offset "),
+                    "{cut}: {m}"
+                ),
+                other => panic!(
+                    "prefix of {cut} bytes: expected an Io error, got {:?}",
+                    other.map(|v| v.len())
+                ),
             }
         }
         // A truncated file on disk names the path.
-        let dir = std::env::temp_dir().join(format!("oxnet-serialize-trunc-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("oxnet-serialize-trunc-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("cut.params");
         std::fs::write(&p, &full[..100]).unwrap();
-        let Err(Error::Io(m)) = load(p.to_str().unwrap()) else { panic!() };
+        let Err(Error::Io(m)) = load(p.to_str().unwrap()) else {
+            panic!()
+        };
         assert!(m.contains("cut.params") && m.contains("truncated"), "{m}");
         std::fs::remove_dir_all(&dir).unwrap();
-        let Err(Error::Io(m)) = load("/nonexistent/oxnet/x.params") else { panic!() };
+        let Err(Error::Io(m)) = load("/nonexistent/oxnet/x.params") else {
+            panic!()
+        };
         assert!(m.contains("/nonexistent/oxnet/x.params"), "{m}");
     }
 
@@ -612,13 +781,20 @@ mod tests {
         assert!(msg(&set(0, &[0x13])).contains("offset 0: file magic is 0x113"));
         assert!(msg(&set(16, &[0xff; 8])).contains("array count"));
         assert!(msg(&set(24, &[0x00, 0x01, 0x00, 0x00])).contains("expected the NDArray magic"));
-        assert!(msg(&set(28, &[2, 0, 0, 0])).contains("offset 28: array 0 has storage type 2 (csr)"));
+        assert!(
+            msg(&set(28, &[2, 0, 0, 0])).contains("offset 28: array 0 has storage type 2 (csr)")
+        );
         assert!(msg(&set(32, &[0xfe, 0xff, 0xff, 0xff])).contains("ndim -2"));
         assert!(msg(&set(32, &[0, 0, 0, 0])).contains("none"));
         assert!(msg(&set(36, &[0xff; 8])).contains("negative"));
-        assert!(msg(&set(36, &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x0f])).contains("truncated"));
-        assert!(msg(&set(52, &[9, 0, 0, 0])).contains("offset 52: array 0 has unknown device type 9"));
-        assert!(msg(&set(60, &[12, 0, 0, 0])).contains("offset 60: array 0 has dtype flag 12 (bfloat16)"));
+        assert!(
+            msg(&set(36, &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x0f])).contains("truncated")
+        );
+        assert!(
+            msg(&set(52, &[9, 0, 0, 0])).contains("offset 52: array 0 has unknown device type 9")
+        );
+        assert!(msg(&set(60, &[12, 0, 0, 0]))
+            .contains("offset 60: array 0 has dtype flag 12 (bfloat16)"));
         // Name count that matches neither 0 nor the array count.
         let n = full.len();
         assert!(msg(&set(n - 8, &[3, 0, 0, 0, 0, 0, 0, 0])).contains("3 names for 14 arrays"));
