@@ -7,6 +7,8 @@ use crate::error::{Error, Result};
 use crate::storage::{self, Storage};
 use std::sync::{Arc, OnceLock};
 
+pub mod serialize;
+
 /// The memory behind one or more arrays (views share a chunk). Storage is
 /// allocated by the first operation that touches the chunk, inside the
 /// engine, so arrays queued behind long-running work hold no memory yet.
