@@ -8,6 +8,7 @@ mod errors;
 mod ndarray;
 mod ops;
 mod runtime;
+mod serialize;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -18,5 +19,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ops::register(m)?;
     runtime::register(m)?;
     autograd::register(m)?;
+    serialize::register(m)?;
     Ok(())
 }

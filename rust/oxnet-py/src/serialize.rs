@@ -1,0 +1,38 @@
+//! `mx.nd.save` / `mx.nd.load` in MXNet's binary format.
+use crate::errors::IntoPy;
+use crate::ndarray::{wrap, NDArray};
+use oxnet_core::ndarray::serialize;
+use pyo3::prelude::*;
+
+/// Save arrays (with names when `names` is non-empty); waits for pending
+/// writes without the GIL.
+#[pyfunction]
+fn nd_save(py: Python<'_>, path: String, arrays: Vec<PyRef<'_, NDArray>>, names: Vec<String>) -> PyResult<()> {
+    let named: Vec<serialize::Named> = arrays
+        .iter()
+        .enumerate()
+        .map(|(i, a)| (names.get(i).cloned(), a.inner.clone()))
+        .collect();
+    py.detach(move || serialize::save(&path, &named)).py_err()
+}
+
+/// Load a file: (arrays, names) with names empty for a list file.
+#[pyfunction]
+fn nd_load(py: Python<'_>, path: String) -> PyResult<(Vec<Py<NDArray>>, Vec<String>)> {
+    let items = py.detach(move || serialize::load(&path)).py_err()?;
+    let mut arrays = Vec::with_capacity(items.len());
+    let mut names = Vec::new();
+    for (n, a) in items {
+        if let Some(n) = n {
+            names.push(n);
+        }
+        arrays.push(wrap(py, a)?);
+    }
+    Ok((arrays, names))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(nd_save, m)?)?;
+    m.add_function(wrap_pyfunction!(nd_load, m)?)?;
+    Ok(())
+}
