@@ -471,7 +471,7 @@ def _binary(lhs, rhs, bop, sop, reverse=False, out=None):
         if out is not None and a.shape != b.shape and out.shape != _bshape(a.shape, b.shape):
             raise ValueError(f"{bop}: in-place result shape {_bshape(a.shape, b.shape)} differs from {out.shape}")
         return _native_invoke(_OPS.get(bop) or _op(bop), (a, b), None, out)[0]
-    if isinstance(rhs, (int, float, np.generic)) and not isinstance(rhs, bool) or isinstance(rhs, bool):
+    if isinstance(rhs, (int, float, np.generic)):
         return _native_invoke(_OPS.get(sop) or _op(sop), (lhs,), {"scalar": rhs}, out)[0]
     if isinstance(rhs, np.ndarray):
         return _binary(lhs, array(rhs, ctx=lhs.context, dtype=lhs._dtype_name), bop, sop, reverse, out)
