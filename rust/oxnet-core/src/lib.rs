@@ -8,6 +8,7 @@ pub mod ndarray;
 pub mod ops;
 pub mod profiler;
 pub mod random;
+pub mod io;
 
 pub use base::{Context, DType, Shape};
 pub use error::{Error, Result};
