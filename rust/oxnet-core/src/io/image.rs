@@ -1061,6 +1061,31 @@ mod tests {
         assert!(write_chw_f32(img.view(), rect, false, &norm, &mut out[..5]).is_err());
     }
 
+    /// `cargo test --release -p oxnet-core decode_speed -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn decode_speed() {
+        use rayon::prelude::*;
+        let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(data_dir())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().map(|e| e == "jpg").unwrap_or(false))
+            .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()))
+            .collect();
+        files.sort();
+        let reps = 30;
+        let work: Vec<&[u8]> = (0..reps).flat_map(|_| files.iter().map(|f| &f.1[..])).collect();
+        let px: usize = files.iter().map(|f| { let i = imdecode(&f.1, 1, true).unwrap(); i.width * i.height }).sum();
+        println!("decode-only: {} JPEGs ({:.2} Mpixel per pass): {:?}", files.len(), px as f64 / 1e6, files.iter().map(|f| &f.0).collect::<Vec<_>>());
+        for threads in [1usize, 2] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let t = std::time::Instant::now();
+            let n: usize = pool.install(|| work.par_iter().map(|b| imdecode(b, 1, true).unwrap().data.len().min(1)).sum());
+            let s = t.elapsed().as_secs_f64();
+            println!("decode-only (JPEG -> RGB u8), {threads} thread(s): {:.0} images/s, {:.1} Mpixel/s", n as f64 / s, (px * reps) as f64 / s / 1e6);
+        }
+    }
+
     #[test]
     fn color_jitter() {
         let base: Vec<f32> = vec![10.0, 20.0, 30.0, 200.0, 100.0, 50.0];
