@@ -9,6 +9,7 @@ pub mod ops;
 pub mod profiler;
 pub mod random;
 pub mod autograd;
+pub mod io;
 
 pub use base::{Context, DType, Shape};
 pub use error::{Error, Result};

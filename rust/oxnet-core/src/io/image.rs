@@ -1,0 +1,1119 @@
+//! Image decoding and augmentation on HWC `u8` buffers, with MXNet 1.9.1's
+//! semantics (`mx.image`, OpenCV underneath in MXNet).
+//!
+//! - Decoding: JPEG (zune-jpeg) and PNG (zune-png) to HWC u8, RGB or BGR
+//!   (`to_rgb = false`, OpenCV's order), 3 channels for `flag = 1` (gray
+//!   images are replicated, alpha is dropped) and 1 channel for `flag = 0`
+//!   (a colour JPEG gives its Y channel, as libjpeg does for OpenCV; a colour
+//!   PNG is converted with the ITU-R 601 weights). EXIF orientation is
+//!   ignored, as MXNet does.
+//! - Resizing with MXNet's interpolation codes: 0 nearest (OpenCV's
+//!   `floor(x * scale)` rule), 1 bilinear and 2 bicubic (a = -0.75) and
+//!   4 Lanczos-4, all as fixed-size kernels like OpenCV (not anti-aliased),
+//!   3 area (box averaging when shrinking, bilinear when enlarging), 9 auto
+//!   and 10 random. Bilinear/bicubic/Lanczos/area use fast_image_resize (SIMD).
+//! - Crops, flips, colour jitter and the fused "HWC u8 -> CHW f32
+//!   normalised" write into a caller's slice.
+use crate::error::{Error, Result};
+use crate::random::Rng;
+use fast_image_resize as fir;
+use zune_core::bytestream::ZCursor;
+use zune_core::colorspace::ColorSpace;
+use zune_core::options::DecoderOptions;
+
+/// An owned HWC u8 image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Image {
+    pub height: usize,
+    pub width: usize,
+    pub channels: usize,
+    pub data: Vec<u8>,
+}
+
+/// A borrowed HWC u8 image (rows are contiguous, no stride).
+#[derive(Debug, Clone, Copy)]
+pub struct ImageView<'a> {
+    pub height: usize,
+    pub width: usize,
+    pub channels: usize,
+    pub data: &'a [u8],
+}
+
+impl Image {
+    pub fn new(height: usize, width: usize, channels: usize, data: Vec<u8>) -> Result<Image> {
+        check_dims("Image", height, width, channels, data.len())?;
+        Ok(Image { height, width, channels, data })
+    }
+    pub fn zeros(height: usize, width: usize, channels: usize) -> Image {
+        Image { height, width, channels, data: vec![0; height * width * channels] }
+    }
+    pub fn view(&self) -> ImageView<'_> {
+        ImageView { height: self.height, width: self.width, channels: self.channels, data: &self.data }
+    }
+    /// (height, width, channels), as MXNet's HWC shape.
+    pub fn shape(&self) -> (usize, usize, usize) {
+        (self.height, self.width, self.channels)
+    }
+}
+
+impl<'a> ImageView<'a> {
+    pub fn new(height: usize, width: usize, channels: usize, data: &'a [u8]) -> Result<Self> {
+        check_dims("ImageView", height, width, channels, data.len())?;
+        Ok(ImageView { height, width, channels, data })
+    }
+    pub fn to_image(&self) -> Image {
+        Image { height: self.height, width: self.width, channels: self.channels, data: self.data.to_vec() }
+    }
+}
+
+fn check_dims(what: &str, h: usize, w: usize, c: usize, len: usize) -> Result<()> {
+    let need = h.checked_mul(w).and_then(|x| x.checked_mul(c));
+    match need {
+        Some(n) if n == len => Ok(()),
+        _ => Err(Error::Shape(format!(
+            "{what}: shape ({h}, {w}, {c}) needs {} bytes but the buffer has {len}",
+            need.map(|n| n.to_string()).unwrap_or_else(|| "too many".into())
+        ))),
+    }
+}
+
+// ---------------------------------------------------------------- decoding
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImageFormat {
+    Jpeg,
+    Png,
+}
+
+/// Recognise the format from the first bytes.
+pub fn sniff(data: &[u8]) -> Option<ImageFormat> {
+    if data.len() >= 3 && data[..3] == [0xFF, 0xD8, 0xFF] {
+        Some(ImageFormat::Jpeg)
+    } else if data.len() >= 8 && data[..8] == [0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A] {
+        Some(ImageFormat::Png)
+    } else {
+        None
+    }
+}
+
+/// Largest decoded image accepted (pixels), to bound memory on hostile input.
+pub const MAX_PIXELS: usize = 1 << 28;
+const MAX_SIDE: usize = 1 << 16;
+
+fn check_flag(flag: i32) -> Result<usize> {
+    match flag {
+        1 => Ok(3),
+        0 => Ok(1),
+        _ => Err(Error::Param(format!(
+            "imdecode: flag={flag} is not supported (1 = 3-channel colour, 0 = grayscale)"
+        ))),
+    }
+}
+
+fn describe_start(data: &[u8]) -> String {
+    let n = data.len().min(8);
+    let hex: Vec<String> = data[..n].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{} bytes starting {}", data.len(), hex.join(" "))
+}
+
+/// Height, width and the channel count `imdecode` would produce, reading
+/// the headers only.
+pub fn decode_shape(data: &[u8], flag: i32) -> Result<(usize, usize, usize)> {
+    let c = check_flag(flag)?;
+    match sniff(data) {
+        Some(ImageFormat::Jpeg) => {
+            let mut d = zune_jpeg::JpegDecoder::new_with_options(ZCursor::new(data), jpeg_options());
+            d.decode_headers().map_err(|e| Error::Decode(format!("imdecode: invalid JPEG: {e:?}")))?;
+            let info = d.info().ok_or_else(|| Error::Decode("imdecode: invalid JPEG headers".into()))?;
+            Ok((info.height as usize, info.width as usize, c))
+        }
+        Some(ImageFormat::Png) => {
+            let mut d = zune_png::PngDecoder::new_with_options(ZCursor::new(data), png_options());
+            d.decode_headers().map_err(|e| Error::Decode(format!("imdecode: invalid PNG: {e:?}")))?;
+            let (w, h) = d.dimensions().ok_or_else(|| Error::Decode("imdecode: invalid PNG headers".into()))?;
+            Ok((h, w, c))
+        }
+        None => Err(unknown_format(data)),
+    }
+}
+
+fn unknown_format(data: &[u8]) -> Error {
+    if data.is_empty() {
+        Error::Decode("imdecode: the image buffer is empty".into())
+    } else {
+        Error::Decode(format!(
+            "imdecode: the data is neither JPEG nor PNG ({})",
+            describe_start(data)
+        ))
+    }
+}
+
+fn jpeg_options() -> DecoderOptions {
+    DecoderOptions::default().set_max_width(MAX_SIDE).set_max_height(MAX_SIDE)
+}
+fn png_options() -> DecoderOptions {
+    DecoderOptions::default()
+        .set_max_width(MAX_SIDE)
+        .set_max_height(MAX_SIDE)
+        .png_set_strip_to_8bit(true)
+}
+
+/// `mx.image.imdecode(buf, flag, to_rgb)`: decode JPEG or PNG bytes to HWC u8.
+pub fn imdecode(data: &[u8], flag: i32, to_rgb: bool) -> Result<Image> {
+    let c = check_flag(flag)?;
+    match sniff(data) {
+        Some(ImageFormat::Jpeg) => decode_jpeg(data, c, to_rgb),
+        Some(ImageFormat::Png) => decode_png(data, c, to_rgb),
+        None => Err(unknown_format(data)),
+    }
+}
+
+/// Whether the JPEG's last scan is followed by an end-of-image marker (a
+/// truncated file is not). Entropy-coded data never contains FF DA or FF D9
+/// (0xFF is byte-stuffed), so the last SOS found is the real last scan.
+fn jpeg_has_eoi_after_last_scan(data: &[u8]) -> bool {
+    let last_sos = data.windows(2).rposition(|w| w == [0xFF, 0xDA]);
+    match last_sos {
+        None => false,
+        Some(s) => data[s..].windows(2).any(|w| w == [0xFF, 0xD9]),
+    }
+}
+
+fn decode_jpeg(data: &[u8], c: usize, to_rgb: bool) -> Result<Image> {
+    let err = |e: &dyn std::fmt::Debug| Error::Decode(format!("imdecode: invalid JPEG ({}): {e:?}", describe_start(data)));
+    let mut d = zune_jpeg::JpegDecoder::new_with_options(ZCursor::new(data), jpeg_options());
+    d.decode_headers().map_err(|e| err(&e))?;
+    let info = d.info().ok_or_else(|| Error::Decode("imdecode: invalid JPEG headers".into()))?;
+    let (w, h) = (info.width as usize, info.height as usize);
+    if w == 0 || h == 0 || w * h > MAX_PIXELS {
+        return Err(Error::Decode(format!("imdecode: JPEG size {w}x{h} is empty or too large")));
+    }
+    if !jpeg_has_eoi_after_last_scan(data) {
+        return Err(Error::Decode(format!(
+            "imdecode: truncated JPEG: no end-of-image marker after the last scan ({})",
+            describe_start(data)
+        )));
+    }
+    let input = d.input_colorspace().unwrap_or(ColorSpace::YCbCr);
+    let gray_src = input == ColorSpace::Luma;
+    // zune-jpeg's direct BGR output rounds differently from its RGB path:
+    // decode RGB and swap, so BGR is exactly RGB reversed.
+    let out_cs = if c == 1 || gray_src { ColorSpace::Luma } else { ColorSpace::RGB };
+    d.set_options(jpeg_options().jpeg_set_out_colorspace(out_cs));
+    let n_out = out_cs.num_components();
+    let mut buf = vec![0u8; w * h * n_out];
+    d.decode_into(&mut buf).map_err(|e| err(&e))?;
+    if let Some(dinfo) = d.info() {
+        if dinfo.width as usize != w || dinfo.height as usize != h {
+            return Err(Error::Decode("imdecode: JPEG size changed while decoding".into()));
+        }
+    }
+    let data = if n_out == c { buf } else { gray_to_n(&buf, c) };
+    let mut img = Image { height: h, width: w, channels: c, data };
+    if !to_rgb && n_out == 3 {
+        swap_rb(&mut img);
+    }
+    Ok(img)
+}
+
+fn gray_to_n(g: &[u8], c: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(g.len() * c);
+    for &v in g {
+        for _ in 0..c {
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// ITU-R 601-2 luma with Pillow's fixed-point rounding.
+#[inline]
+fn luma(r: u8, g: u8, b: u8) -> u8 {
+    ((r as u32 * 19595 + g as u32 * 38470 + b as u32 * 7471 + 0x8000) >> 16) as u8
+}
+
+fn decode_png(data: &[u8], c: usize, to_rgb: bool) -> Result<Image> {
+    let err = |e: &dyn std::fmt::Debug| Error::Decode(format!("imdecode: invalid PNG ({}): {e:?}", describe_start(data)));
+    let mut d = zune_png::PngDecoder::new_with_options(ZCursor::new(data), png_options());
+    d.decode_headers().map_err(|e| err(&e))?;
+    let (w, h) = d.dimensions().ok_or_else(|| Error::Decode("imdecode: invalid PNG headers".into()))?;
+    if w == 0 || h == 0 || w * h > MAX_PIXELS {
+        return Err(Error::Decode(format!("imdecode: PNG size {w}x{h} is empty or too large")));
+    }
+    let cs = d.colorspace().ok_or_else(|| Error::Decode("imdecode: invalid PNG colour type".into()))?;
+    let n = d.output_buffer_size().ok_or_else(|| Error::Decode("imdecode: invalid PNG headers".into()))?;
+    let nc = cs.num_components();
+    if n != w * h * nc {
+        return Err(Error::Decode(format!(
+            "imdecode: PNG output of {n} bytes does not match {w}x{h}x{nc}"
+        )));
+    }
+    let mut buf = vec![0u8; n];
+    d.decode_into(&mut buf).map_err(|e| err(&e))?;
+    let px = w * h;
+    let mut out = vec![0u8; px * c];
+    match (cs, c) {
+        (ColorSpace::Luma, 1) => out.copy_from_slice(&buf),
+        (ColorSpace::LumaA, 1) => {
+            for i in 0..px {
+                out[i] = buf[2 * i];
+            }
+        }
+        (ColorSpace::Luma | ColorSpace::LumaA, 3) => {
+            for i in 0..px {
+                let v = buf[i * nc];
+                out[3 * i..3 * i + 3].fill(v);
+            }
+        }
+        (ColorSpace::RGB | ColorSpace::RGBA, 1) => {
+            for i in 0..px {
+                let p = &buf[i * nc..];
+                out[i] = luma(p[0], p[1], p[2]);
+            }
+        }
+        (ColorSpace::RGB | ColorSpace::RGBA, 3) => {
+            for i in 0..px {
+                let p = &buf[i * nc..i * nc + 3];
+                let o = &mut out[3 * i..3 * i + 3];
+                if to_rgb {
+                    o.copy_from_slice(p);
+                } else {
+                    o[0] = p[2];
+                    o[1] = p[1];
+                    o[2] = p[0];
+                }
+            }
+        }
+        (cs, _) => {
+            return Err(Error::Decode(format!("imdecode: PNG colour space {cs:?} is not supported")))
+        }
+    }
+    Ok(Image { height: h, width: w, channels: c, data: out })
+}
+
+/// Swap the first and third channel of every pixel (RGB <-> BGR).
+pub fn swap_rb(img: &mut Image) {
+    if img.channels >= 3 {
+        let c = img.channels;
+        for p in img.data.chunks_exact_mut(c) {
+            p.swap(0, 2);
+        }
+    }
+}
+
+// ---------------------------------------------------------------- resizing
+
+/// MXNet / OpenCV interpolation codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Interp {
+    Nearest = 0,
+    Bilinear = 1,
+    Bicubic = 2,
+    Area = 3,
+    Lanczos = 4,
+}
+
+impl Interp {
+    /// Resolve an MXNet interpolation code for a resize from (src_h, src_w) to
+    /// (dst_h, dst_w): 0-4 as is, 9 = bicubic when enlarging, area when
+    /// shrinking, bilinear otherwise, 10 = one of 0-4 drawn from `rng`.
+    pub fn from_mxnet(code: i32, src_hw: (usize, usize), dst_hw: (usize, usize), rng: Option<&mut Rng>) -> Result<Interp> {
+        Ok(match code {
+            0 => Interp::Nearest,
+            1 => Interp::Bilinear,
+            2 => Interp::Bicubic,
+            3 => Interp::Area,
+            4 => Interp::Lanczos,
+            9 => {
+                let (sh, sw) = src_hw;
+                let (dh, dw) = dst_hw;
+                if dh > sh && dw > sw {
+                    Interp::Bicubic
+                } else if dh < sh && dw < sw {
+                    Interp::Area
+                } else {
+                    Interp::Bilinear
+                }
+            }
+            10 => match rng {
+                Some(r) => Interp::from_mxnet(r.below(5) as i32, src_hw, dst_hw, None)?,
+                None => {
+                    return Err(Error::Param(
+                        "interp=10 (random) needs a random generator here".into(),
+                    ))
+                }
+            },
+            _ => {
+                return Err(Error::Param(format!(
+                    "interp={code} is not supported (0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 lanczos, 9 auto, 10 random)"
+                )))
+            }
+        })
+    }
+}
+
+fn cubic_075(x: f64) -> f64 {
+    // OpenCV's cubic kernel, a = -0.75
+    let a = -0.75;
+    let x = x.abs();
+    if x < 1.0 {
+        ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
+    } else if x < 2.0 {
+        ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a
+    } else {
+        0.0
+    }
+}
+
+fn lanczos4(x: f64) -> f64 {
+    fn sinc(x: f64) -> f64 {
+        if x == 0.0 {
+            1.0
+        } else {
+            let y = x * std::f64::consts::PI;
+            y.sin() / y
+        }
+    }
+    if x.abs() < 4.0 {
+        sinc(x) * sinc(x / 4.0)
+    } else {
+        0.0
+    }
+}
+
+fn pixel_type(c: usize) -> Result<fir::PixelType> {
+    Ok(match c {
+        1 => fir::PixelType::U8,
+        2 => fir::PixelType::U8x2,
+        3 => fir::PixelType::U8x3,
+        4 => fir::PixelType::U8x4,
+        _ => return Err(Error::Shape(format!("imresize: {c} channels are not supported (1 to 4)"))),
+    })
+}
+
+/// A region of a source image: x0, y0, width, height.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rect {
+    pub x: usize,
+    pub y: usize,
+    pub w: usize,
+    pub h: usize,
+}
+
+/// A reusable resizer (keeps fast_image_resize's scratch buffers).
+#[derive(Default)]
+pub struct Resizer {
+    inner: fir::Resizer,
+}
+
+impl Resizer {
+    pub fn new() -> Resizer {
+        Resizer { inner: fir::Resizer::new() }
+    }
+
+    /// Resize `rect` of `src` to `dst_w` x `dst_h`, writing HWC u8 into `dst`.
+    pub fn resize_into(
+        &mut self,
+        src: ImageView<'_>,
+        rect: Rect,
+        dst: &mut [u8],
+        dst_w: usize,
+        dst_h: usize,
+        interp: Interp,
+    ) -> Result<()> {
+        let c = src.channels;
+        check_rect("imresize", &src, rect)?;
+        if dst_w == 0 || dst_h == 0 {
+            return Err(Error::Param(format!("imresize: output size {dst_w}x{dst_h} must be positive")));
+        }
+        check_dims("imresize output", dst_h, dst_w, c, dst.len())?;
+        if interp == Interp::Nearest {
+            nearest(src, rect, dst, dst_w, dst_h);
+            return Ok(());
+        }
+        let pt = pixel_type(c)?;
+        let fe = |e: &dyn std::fmt::Display| Error::Op { op: "imresize".into(), msg: e.to_string() };
+        let src_img = fir::images::ImageRef::new(src.width as u32, src.height as u32, src.data, pt).map_err(|e| fe(&e))?;
+        let mut dst_img = fir::images::Image::from_slice_u8(dst_w as u32, dst_h as u32, dst, pt).map_err(|e| fe(&e))?;
+        let alg = match interp {
+            Interp::Bilinear => fir::ResizeAlg::Interpolation(fir::FilterType::Bilinear),
+            Interp::Bicubic => fir::ResizeAlg::Interpolation(fir::FilterType::Custom(
+                fir::Filter::new("cubic_a-0.75", cubic_075, 2.0).map_err(|e| fe(&e))?,
+            )),
+            Interp::Lanczos => fir::ResizeAlg::Interpolation(fir::FilterType::Custom(
+                fir::Filter::new("lanczos4", lanczos4, 4.0).map_err(|e| fe(&e))?,
+            )),
+            Interp::Area => {
+                if dst_w <= rect.w && dst_h <= rect.h {
+                    fir::ResizeAlg::Convolution(fir::FilterType::Box)
+                } else {
+                    fir::ResizeAlg::Interpolation(fir::FilterType::Bilinear)
+                }
+            }
+            Interp::Nearest => unreachable!(),
+        };
+        let opts = fir::ResizeOptions::new()
+            .resize_alg(alg)
+            .use_alpha(false)
+            .crop(rect.x as f64, rect.y as f64, rect.w as f64, rect.h as f64);
+        self.inner.resize(&src_img, &mut dst_img, &opts).map_err(|e| fe(&e))
+    }
+
+    /// Resize a region into a new image.
+    pub fn resize(&mut self, src: ImageView<'_>, rect: Rect, dst_w: usize, dst_h: usize, interp: Interp) -> Result<Image> {
+        let mut out = Image::zeros(dst_h, dst_w, src.channels);
+        self.resize_into(src, rect, &mut out.data, dst_w, dst_h, interp)?;
+        Ok(out)
+    }
+}
+
+fn check_rect(op: &str, src: &ImageView<'_>, r: Rect) -> Result<()> {
+    check_dims(op, src.height, src.width, src.channels, src.data.len())?;
+    if r.w == 0 || r.h == 0 || r.x + r.w > src.width || r.y + r.h > src.height {
+        return Err(Error::Shape(format!(
+            "{op}: region (x={}, y={}, w={}, h={}) is empty or outside the {}x{} (w x h) image",
+            r.x, r.y, r.w, r.h, src.width, src.height
+        )));
+    }
+    Ok(())
+}
+
+/// OpenCV INTER_NEAREST: source index = floor(dst_index * src / dst).
+fn nearest(src: ImageView<'_>, rect: Rect, dst: &mut [u8], dw: usize, dh: usize) {
+    let c = src.channels;
+    let xs: Vec<usize> = (0..dw)
+        .map(|x| (((x as f64) * rect.w as f64 / dw as f64).floor() as usize).min(rect.w - 1) + rect.x)
+        .collect();
+    for y in 0..dh {
+        let sy = (((y as f64) * rect.h as f64 / dh as f64).floor() as usize).min(rect.h - 1) + rect.y;
+        let srow = &src.data[sy * src.width * c..(sy + 1) * src.width * c];
+        let drow = &mut dst[y * dw * c..(y + 1) * dw * c];
+        for (x, &sx) in xs.iter().enumerate() {
+            drow[x * c..x * c + c].copy_from_slice(&srow[sx * c..sx * c + c]);
+        }
+    }
+}
+
+/// `mx.image.imresize(src, w, h, interp)`.
+pub fn imresize(src: ImageView<'_>, w: usize, h: usize, interp: i32) -> Result<Image> {
+    let it = Interp::from_mxnet(interp, (src.height, src.width), (h, w), None)?;
+    let full = Rect { x: 0, y: 0, w: src.width, h: src.height };
+    Resizer::new().resize(src, full, w, h, it)
+}
+
+/// The (height, width) `resize_short` produces: the shorter side becomes
+/// `size`, the other scales with integer division as MXNet does.
+pub fn short_side_size(h: usize, w: usize, size: usize) -> (usize, usize) {
+    if h > w {
+        (size * h / w.max(1), size)
+    } else {
+        (size, size * w / h.max(1))
+    }
+}
+
+/// `mx.image.resize_short(src, size, interp)` (MXNet's default interp is 2).
+pub fn resize_short(src: ImageView<'_>, size: usize, interp: i32) -> Result<Image> {
+    let (nh, nw) = short_side_size(src.height, src.width, size);
+    imresize(src, nw, nh, interp)
+}
+
+/// `mx.image.scale_down(src_size, size)`: the largest (w, h) with the aspect
+/// of `size` that fits in `src_size`; sizes are (w, h).
+pub fn scale_down(src_size: (usize, usize), size: (usize, usize)) -> (usize, usize) {
+    let (mut w, mut h) = (size.0 as f64, size.1 as f64);
+    let (sw, sh) = (src_size.0 as f64, src_size.1 as f64);
+    if sh < h {
+        w = w * sh / h;
+        h = sh;
+    }
+    if sw < w {
+        h = h * sw / w;
+        w = sw;
+    }
+    (w as usize, h as usize)
+}
+
+/// `mx.image.fixed_crop`: crop `rect`, then resize to `size` (w, h) if given and different.
+pub fn fixed_crop(src: ImageView<'_>, rect: Rect, size: Option<(usize, usize)>, interp: i32) -> Result<Image> {
+    check_rect("fixed_crop", &src, rect)?;
+    match size {
+        Some((w, h)) if (w, h) != (rect.w, rect.h) => {
+            let it = Interp::from_mxnet(interp, (rect.h, rect.w), (h, w), None)?;
+            Resizer::new().resize(src, rect, w, h, it)
+        }
+        _ => Ok(crop(src, rect)),
+    }
+}
+
+fn crop(src: ImageView<'_>, r: Rect) -> Image {
+    let c = src.channels;
+    let mut out = Vec::with_capacity(r.w * r.h * c);
+    for y in r.y..r.y + r.h {
+        let row = (y * src.width + r.x) * c;
+        out.extend_from_slice(&src.data[row..row + r.w * c]);
+    }
+    Image { height: r.h, width: r.w, channels: c, data: out }
+}
+
+/// The region `center_crop` takes for an output of `size` (w, h).
+pub fn center_crop_rect(src_w: usize, src_h: usize, size: (usize, usize)) -> Rect {
+    let (nw, nh) = scale_down((src_w, src_h), size);
+    Rect { x: (src_w - nw) / 2, y: (src_h - nh) / 2, w: nw.max(1), h: nh.max(1) }
+}
+
+/// The region `random_crop` takes for an output of `size` (w, h).
+pub fn random_crop_rect(src_w: usize, src_h: usize, size: (usize, usize), rng: &mut Rng) -> Rect {
+    let (nw, nh) = scale_down((src_w, src_h), size);
+    let x = rng.below((src_w - nw) as u64 + 1) as usize;
+    let y = rng.below((src_h - nh) as u64 + 1) as usize;
+    Rect { x, y, w: nw.max(1), h: nh.max(1) }
+}
+
+/// `mx.image.center_crop(src, size, interp)`: the image and the region used.
+pub fn center_crop(src: ImageView<'_>, size: (usize, usize), interp: i32) -> Result<(Image, Rect)> {
+    let r = center_crop_rect(src.width, src.height, size);
+    Ok((fixed_crop(src, r, Some(size), interp)?, r))
+}
+
+/// `mx.image.random_crop(src, size, interp)`.
+pub fn random_crop(src: ImageView<'_>, size: (usize, usize), interp: i32, rng: &mut Rng) -> Result<(Image, Rect)> {
+    let r = random_crop_rect(src.width, src.height, size, rng);
+    Ok((fixed_crop(src, r, Some(size), interp)?, r))
+}
+
+/// Mirror left-right in place.
+pub fn flip_horizontal(img: &mut Image) {
+    let (w, c) = (img.width, img.channels);
+    for row in img.data.chunks_exact_mut(w * c) {
+        let (mut a, mut b) = (0usize, w.saturating_sub(1));
+        while a < b {
+            for k in 0..c {
+                row.swap(a * c + k, b * c + k);
+            }
+            a += 1;
+            b -= 1;
+        }
+    }
+}
+
+// ------------------------------------------------------ layout conversion
+
+/// Normalisation applied while writing CHW: `out = (x - mean[c]) * scale / std[c]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Normalize {
+    pub mean: Vec<f32>,
+    pub std: Vec<f32>,
+    pub scale: f32,
+}
+
+impl Normalize {
+    pub fn identity(c: usize) -> Normalize {
+        Normalize { mean: vec![0.0; c], std: vec![1.0; c], scale: 1.0 }
+    }
+    fn check(&self, c: usize) -> Result<()> {
+        if self.mean.len() != c || self.std.len() != c {
+            return Err(Error::Param(format!(
+                "normalize: mean has {} and std has {} values but the image has {c} channels",
+                self.mean.len(),
+                self.std.len()
+            )));
+        }
+        if self.std.iter().any(|s| *s == 0.0) {
+            return Err(Error::Param("normalize: std may not contain 0".into()));
+        }
+        Ok(())
+    }
+}
+
+/// Crop `rect` of an HWC u8 image, optionally mirror it, and write it as CHW
+/// f32 normalised straight into `dst` (length c * rect.h * rect.w).
+pub fn write_chw_f32(src: ImageView<'_>, rect: Rect, mirror: bool, norm: &Normalize, dst: &mut [f32]) -> Result<()> {
+    let c = src.channels;
+    check_rect("to_chw", &src, rect)?;
+    norm.check(c)?;
+    let plane = rect.w * rect.h;
+    check_dims("to_chw output", rect.h, rect.w, c, dst.len())?;
+    let mul: Vec<f32> = norm.std.iter().map(|s| norm.scale / s).collect();
+    let add: Vec<f32> = (0..c).map(|k| -norm.mean[k] * mul[k]).collect();
+    for y in 0..rect.h {
+        let row = &src.data[((rect.y + y) * src.width + rect.x) * c..][..rect.w * c];
+        for k in 0..c {
+            let out = &mut dst[k * plane + y * rect.w..][..rect.w];
+            let (m, a) = (mul[k], add[k]);
+            if mirror {
+                for (x, o) in out.iter_mut().enumerate() {
+                    *o = row[(rect.w - 1 - x) * c + k] as f32 * m + a;
+                }
+            } else {
+                for (x, o) in out.iter_mut().enumerate() {
+                    *o = row[x * c + k] as f32 * m + a;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Like `write_chw_f32` but keeps u8 values (ImageRecordUInt8Iter).
+pub fn write_chw_u8(src: ImageView<'_>, rect: Rect, mirror: bool, dst: &mut [u8]) -> Result<()> {
+    let c = src.channels;
+    check_rect("to_chw", &src, rect)?;
+    let plane = rect.w * rect.h;
+    check_dims("to_chw output", rect.h, rect.w, c, dst.len())?;
+    for y in 0..rect.h {
+        let row = &src.data[((rect.y + y) * src.width + rect.x) * c..][..rect.w * c];
+        for k in 0..c {
+            let out = &mut dst[k * plane + y * rect.w..][..rect.w];
+            for (x, o) in out.iter_mut().enumerate() {
+                let sx = if mirror { rect.w - 1 - x } else { x };
+                *o = row[sx * c + k];
+            }
+        }
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------ colour jitter
+// These work on HWC f32 RGB images (values 0-255), like MXNet's augmenters
+// which run after CastAug.
+
+const GRAY_COEF: [f32; 3] = [0.299, 0.587, 0.114];
+
+fn check_rgb(op: &str, data: &[f32]) -> Result<()> {
+    if data.len() % 3 != 0 {
+        return Err(Error::Shape(format!("{op}: expected an HWC image with 3 channels, got {} values", data.len())));
+    }
+    Ok(())
+}
+
+/// BrightnessJitterAug with a drawn `alpha` (= 1 + U(-b, b)): `src *= alpha`.
+pub fn adjust_brightness(data: &mut [f32], alpha: f32) {
+    for v in data {
+        *v *= alpha;
+    }
+}
+
+/// ContrastJitterAug: `src = src * alpha + mean_gray * (1 - alpha)`, where
+/// mean_gray is the mean of the ITU-R 601 gray image.
+pub fn adjust_contrast(data: &mut [f32], alpha: f32) -> Result<()> {
+    check_rgb("ContrastJitterAug", data)?;
+    let n = (data.len() / 3).max(1) as f64;
+    let sum: f64 = data
+        .chunks_exact(3)
+        .map(|p| (p[0] * GRAY_COEF[0] + p[1] * GRAY_COEF[1] + p[2] * GRAY_COEF[2]) as f64)
+        .sum();
+    let gray = ((1.0 - alpha as f64) * sum / n) as f32;
+    for v in data {
+        *v = *v * alpha + gray;
+    }
+    Ok(())
+}
+
+/// SaturationJitterAug: each pixel moves towards its own gray value.
+pub fn adjust_saturation(data: &mut [f32], alpha: f32) -> Result<()> {
+    check_rgb("SaturationJitterAug", data)?;
+    for p in data.chunks_exact_mut(3) {
+        let g = (p[0] * GRAY_COEF[0] + p[1] * GRAY_COEF[1] + p[2] * GRAY_COEF[2]) * (1.0 - alpha);
+        for v in p {
+            *v = *v * alpha + g;
+        }
+    }
+    Ok(())
+}
+
+/// HueJitterAug: rotate the hue by `alpha * pi` in YIQ space (MXNet's matrices).
+pub fn adjust_hue(data: &mut [f32], alpha: f32) -> Result<()> {
+    check_rgb("HueJitterAug", data)?;
+    let tyiq = [[0.299f64, 0.587, 0.114], [0.596, -0.274, -0.321], [0.211, -0.523, 0.311]];
+    let ityiq = [[1.0f64, 0.956, 0.621], [1.0, -0.272, -0.647], [1.0, -1.107, 1.705]];
+    let u = (alpha as f64 * std::f64::consts::PI).cos();
+    let w = (alpha as f64 * std::f64::consts::PI).sin();
+    let bt = [[1.0, 0.0, 0.0], [0.0, u, -w], [0.0, w, u]];
+    let mm = |a: &[[f64; 3]; 3], b: &[[f64; 3]; 3]| {
+        let mut r = [[0.0; 3]; 3];
+        for i in 0..3 {
+            for j in 0..3 {
+                r[i][j] = (0..3).map(|k| a[i][k] * b[k][j]).sum();
+            }
+        }
+        r
+    };
+    // MXNet: t = dot(dot(ityiq, bt), tyiq).T ; src = dot(src, t)
+    let t = mm(&mm(&ityiq, &bt), &tyiq);
+    let mut m = [[0f32; 3]; 3];
+    for i in 0..3 {
+        for j in 0..3 {
+            m[i][j] = t[j][i] as f32;
+        }
+    }
+    for p in data.chunks_exact_mut(3) {
+        let (r, g, b) = (p[0], p[1], p[2]);
+        for j in 0..3 {
+            p[j] = r * m[0][j] + g * m[1][j] + b * m[2][j];
+        }
+    }
+    Ok(())
+}
+
+/// LightingAug: add `eigvec . (alpha * eigval)` to every pixel.
+pub fn adjust_lighting(data: &mut [f32], alpha: [f32; 3], eigval: [f32; 3], eigvec: [[f32; 3]; 3]) -> Result<()> {
+    check_rgb("LightingAug", data)?;
+    let mut rgb = [0f32; 3];
+    for (i, r) in rgb.iter_mut().enumerate() {
+        *r = (0..3).map(|j| eigvec[i][j] * alpha[j] * eigval[j]).sum();
+    }
+    for p in data.chunks_exact_mut(3) {
+        for j in 0..3 {
+            p[j] += rgb[j];
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn data_dir() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/images")
+    }
+
+    fn load(name: &str) -> Vec<u8> {
+        std::fs::read(data_dir().join(name)).unwrap()
+    }
+
+    struct Ref {
+        name: String,
+        w: usize,
+        h: usize,
+        rgb_mean: Vec<f64>,
+        rgb: Vec<u8>,
+        gray_mean: f64,
+        gray: Vec<u8>,
+    }
+
+    fn refs() -> (usize, Vec<Ref>) {
+        let text = std::fs::read_to_string(data_dir().join("expected.json")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let n = v["n_samples"].as_u64().unwrap() as usize;
+        let mut out = Vec::new();
+        for (name, r) in v["images"].as_object().unwrap() {
+            let u8s = |k: &str| r[k].as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as u8).collect::<Vec<_>>();
+            let f64s = |k: &str| r[k].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect::<Vec<_>>();
+            out.push(Ref {
+                name: name.clone(),
+                w: r["width"].as_u64().unwrap() as usize,
+                h: r["height"].as_u64().unwrap() as usize,
+                rgb_mean: f64s("rgb_mean"),
+                rgb: u8s("rgb_samples"),
+                gray_mean: f64s("gray_mean")[0],
+                gray: u8s("gray_samples"),
+            });
+        }
+        (n, out)
+    }
+
+    fn samples(img: &Image, n: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        for k in 0..n {
+            let y = (k * 7919) % img.height;
+            let x = (k * 104729) % img.width;
+            let b = (y * img.width + x) * img.channels;
+            out.extend_from_slice(&img.data[b..b + img.channels]);
+        }
+        out
+    }
+
+    fn means(img: &Image) -> Vec<f64> {
+        let c = img.channels;
+        (0..c)
+            .map(|k| img.data.iter().skip(k).step_by(c).map(|&v| v as f64).sum::<f64>() / (img.data.len() / c) as f64)
+            .collect()
+    }
+
+    fn max_diff(a: &[u8], b: &[u8]) -> (u8, f64) {
+        assert_eq!(a.len(), b.len());
+        let d: Vec<u8> = a.iter().zip(b).map(|(x, y)| x.abs_diff(*y)).collect();
+        (*d.iter().max().unwrap(), d.iter().map(|&x| x as f64).sum::<f64>() / d.len() as f64)
+    }
+
+    #[test]
+    fn decode_matches_pillow() {
+        let (n, refs) = refs();
+        assert!(refs.len() >= 9);
+        for r in &refs {
+            let bytes = load(&r.name);
+            let img = imdecode(&bytes, 1, true).unwrap();
+            assert_eq!(img.shape(), (r.h, r.w, 3), "{}", r.name);
+            // ignore EXIF orientation: the stored (rotated) size is kept
+            if r.name.contains("orient6") {
+                assert_eq!((img.width, img.height), (480, 640));
+            }
+            let (mx, mean) = max_diff(&samples(&img, n), &r.rgb);
+            let m = means(&img);
+            for k in 0..3 {
+                assert!((m[k] - r.rgb_mean[k]).abs() < 0.6, "{}: channel {k} mean {} vs {}", r.name, m[k], r.rgb_mean[k]);
+            }
+            // JPEG decoders may differ by a few levels (upsampling, IDCT rounding)
+            let tol = if r.name.ends_with(".png") { 0 } else { 6 };
+            assert!(mx <= tol && mean < 1.0, "{}: RGB max diff {mx}, mean diff {mean}", r.name);
+
+            let g = imdecode(&bytes, 0, true).unwrap();
+            assert_eq!(g.shape(), (r.h, r.w, 1));
+            let (mx, mean) = max_diff(&samples(&g, n), &r.gray);
+            let tol = if r.name.ends_with(".png") { 1 } else { 2 };
+            assert!(mx <= tol && mean < 0.6, "{}: gray max diff {mx}, mean diff {mean}", r.name);
+            assert!((means(&g)[0] - r.gray_mean).abs() < 0.5, "{}", r.name);
+
+            let bgr = imdecode(&bytes, 1, false).unwrap();
+            let mut back = bgr.clone();
+            swap_rb(&mut back);
+            assert!(back == img, "{}: BGR is RGB reversed", r.name);
+            assert_eq!(decode_shape(&bytes, 1).unwrap(), (r.h, r.w, 3));
+        }
+    }
+
+    #[test]
+    fn gray_jpeg_gives_three_equal_channels() {
+        let img = imdecode(&load("camera_gray_512x512.jpg"), 1, true).unwrap();
+        assert_eq!(img.channels, 3);
+        assert!(img.data.chunks_exact(3).all(|p| p[0] == p[1] && p[1] == p[2]));
+        let g = imdecode(&load("camera_gray_512x512.jpg"), 0, true).unwrap();
+        assert_eq!(g.data, img.data.iter().step_by(3).copied().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn bad_input_errors_not_panics() {
+        let good = load("chelsea_160x107_thumb.jpg");
+        let png = load("chelsea_120x80.png");
+        assert!(imdecode(&[], 1, true).unwrap_err().message().contains("empty"));
+        assert!(imdecode(b"GIF89a....", 1, true).unwrap_err().message().contains("neither JPEG nor PNG"));
+        assert!(matches!(imdecode(&good, 2, true), Err(Error::Param(_))));
+        for cut in [3usize, 20, 200, good.len() / 2, good.len() - 2] {
+            let e = imdecode(&good[..cut], 1, true).unwrap_err();
+            assert!(matches!(e, Error::Decode(_)), "cut {cut}: {e:?}");
+        }
+        for cut in [8usize, 30, png.len() / 2, png.len() - 5] {
+            assert!(imdecode(&png[..cut], 1, true).is_err(), "png cut {cut}");
+        }
+        // random corruption: never panics
+        let mut rng = Rng::seeded(3);
+        for i in 0..300 {
+            let mut b = if i % 2 == 0 { good.clone() } else { png.clone() };
+            for _ in 0..1 + rng.below(8) {
+                let k = rng.below(b.len() as u64) as usize;
+                b[k] = rng.below(256) as u8;
+            }
+            if rng.below(3) == 0 {
+                let cut = rng.below(b.len() as u64) as usize;
+                b.truncate(cut);
+            }
+            if let Ok(img) = imdecode(&b, 1, true) {
+                assert_eq!(img.data.len(), img.height * img.width * 3);
+            }
+        }
+        for _ in 0..300 {
+            let n = rng.below(300) as usize;
+            let mut b: Vec<u8> = (0..n).map(|_| rng.below(256) as u8).collect();
+            if n > 3 && rng.below(2) == 0 {
+                b[..3].copy_from_slice(&[0xFF, 0xD8, 0xFF]);
+            }
+            let _ = imdecode(&b, 1, true);
+            let _ = imdecode(&b, 0, false);
+        }
+    }
+
+    /// OpenCV INTER_LINEAR reference (half-pixel centres, clamped).
+    fn ref_bilinear(src: &Image, dw: usize, dh: usize) -> Image {
+        let c = src.channels;
+        let mut out = Image::zeros(dh, dw, c);
+        let sx = src.width as f64 / dw as f64;
+        let sy = src.height as f64 / dh as f64;
+        for y in 0..dh {
+            let fy = ((y as f64 + 0.5) * sy - 0.5).max(0.0);
+            let y0 = (fy.floor() as usize).min(src.height - 1);
+            let y1 = (y0 + 1).min(src.height - 1);
+            let wy = fy - y0 as f64;
+            for x in 0..dw {
+                let fx = ((x as f64 + 0.5) * sx - 0.5).max(0.0);
+                let x0 = (fx.floor() as usize).min(src.width - 1);
+                let x1 = (x0 + 1).min(src.width - 1);
+                let wx = fx - x0 as f64;
+                for k in 0..c {
+                    let p = |yy: usize, xx: usize| src.data[(yy * src.width + xx) * c + k] as f64;
+                    let v = (1.0 - wy) * ((1.0 - wx) * p(y0, x0) + wx * p(y0, x1)) + wy * ((1.0 - wx) * p(y1, x0) + wx * p(y1, x1));
+                    out.data[(y * dw + x) * c + k] = v.round().clamp(0.0, 255.0) as u8;
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn bilinear_matches_opencv_rule() {
+        let img = imdecode(&load("chelsea_160x107_thumb.jpg"), 1, true).unwrap();
+        for (w, h) in [(80, 53), (224, 150), (161, 107), (57, 99)] {
+            let got = imresize(img.view(), w, h, 1).unwrap();
+            let want = ref_bilinear(&img, w, h);
+            // borders: fast_image_resize renormalises instead of clamping
+            let c = 3;
+            let mut worst = 0u8;
+            for y in 1..h - 1 {
+                for x in 1..w - 1 {
+                    for k in 0..c {
+                        let i = (y * w + x) * c + k;
+                        worst = worst.max(got.data[i].abs_diff(want.data[i]));
+                    }
+                }
+            }
+            assert!(worst <= 1, "{w}x{h}: interior max diff {worst}");
+        }
+    }
+
+    #[test]
+    fn resize_modes_and_helpers() {
+        let img = imdecode(&load("chelsea_120x80.png"), 1, true).unwrap();
+        let v = img.view();
+        for interp in [0, 1, 2, 3, 4, 9] {
+            for (w, h) in [(60, 40), (240, 160), (120, 80)] {
+                let out = imresize(v, w, h, interp).unwrap();
+                assert_eq!(out.shape(), (h, w, 3));
+                let m0 = means(&img);
+                let m1 = means(&out);
+                for k in 0..3 {
+                    assert!((m0[k] - m1[k]).abs() < 3.0, "interp {interp} {w}x{h}: mean {} vs {}", m1[k], m0[k]);
+                }
+                if (w, h) == (120, 80) && interp != 4 && interp != 2 {
+                    assert_eq!(out.data, img.data, "interp {interp}: identity resize");
+                }
+            }
+        }
+        // nearest: exact OpenCV rule on a tiny image
+        let tiny = Image::new(1, 4, 1, vec![10, 20, 30, 40]).unwrap();
+        assert_eq!(imresize(tiny.view(), 2, 1, 0).unwrap().data, vec![10, 30]);
+        assert_eq!(imresize(tiny.view(), 8, 1, 0).unwrap().data, vec![10, 10, 20, 20, 30, 30, 40, 40]);
+        // area on an integer factor is the block mean
+        let sq = Image::new(2, 2, 1, vec![0, 100, 50, 250]).unwrap();
+        assert_eq!(imresize(sq.view(), 1, 1, 3).unwrap().data, vec![100]);
+        assert!(imresize(v, 10, 10, 7).unwrap_err().message().contains("interp=7"));
+        assert!(imresize(v, 0, 10, 1).is_err());
+        let mut rng = Rng::seeded(1);
+        assert!(Interp::from_mxnet(10, (1, 1), (2, 2), Some(&mut rng)).is_ok());
+        assert_eq!(Interp::from_mxnet(9, (10, 10), (20, 20), None).unwrap(), Interp::Bicubic);
+        assert_eq!(Interp::from_mxnet(9, (10, 10), (5, 5), None).unwrap(), Interp::Area);
+        assert_eq!(Interp::from_mxnet(9, (10, 10), (5, 20), None).unwrap(), Interp::Bilinear);
+
+        assert_eq!(short_side_size(300, 451, 256), (256, 384));
+        assert_eq!(short_side_size(640, 480, 224), (298, 224));
+        let rs = resize_short(v, 40, 2).unwrap();
+        assert_eq!((rs.height, rs.width), (40, 60));
+        assert_eq!(scale_down((640, 480), (720, 720)), (480, 480));
+        assert_eq!(scale_down((100, 50), (30, 20)), (30, 20));
+
+        let (cc, r) = center_crop(v, (50, 40), 1).unwrap();
+        assert_eq!(r, Rect { x: 35, y: 20, w: 50, h: 40 });
+        assert_eq!(cc.shape(), (40, 50, 3));
+        assert_eq!(&cc.data[..3], &img.data[(20 * 120 + 35) * 3..][..3]);
+        let (big, r) = center_crop(v, (200, 200), 1).unwrap();
+        assert_eq!(r, Rect { x: 20, y: 0, w: 80, h: 80 });
+        assert_eq!(big.shape(), (200, 200, 3));
+        let mut rng = Rng::seeded(5);
+        for _ in 0..20 {
+            let (rc, r) = random_crop(v, (30, 30), 1, &mut rng).unwrap();
+            assert!(r.x + 30 <= 120 && r.y + 30 <= 80);
+            assert_eq!(rc, crop(v, r));
+        }
+        assert!(fixed_crop(v, Rect { x: 100, y: 0, w: 30, h: 10 }, None, 1).is_err());
+    }
+
+    #[test]
+    fn flip_and_chw() {
+        let img = Image::new(2, 3, 3, (0..18).collect()).unwrap();
+        let mut f = img.clone();
+        flip_horizontal(&mut f);
+        assert_eq!(&f.data[..9], &[6, 7, 8, 3, 4, 5, 0, 1, 2]);
+        flip_horizontal(&mut f);
+        assert_eq!(f, img);
+
+        let norm = Normalize { mean: vec![1.0, 2.0, 3.0], std: vec![2.0, 4.0, 0.5], scale: 1.0 };
+        let rect = Rect { x: 1, y: 0, w: 2, h: 2 };
+        let mut out = vec![0f32; 12];
+        write_chw_f32(img.view(), rect, false, &norm, &mut out).unwrap();
+        // pixel (y, x) channel k = (y*3+x)*3+k
+        let px = |y: usize, x: usize, k: usize| ((y * 3 + x) * 3 + k) as f32;
+        for k in 0..3 {
+            for y in 0..2 {
+                for x in 0..2 {
+                    let want = (px(y, x + 1, k) - norm.mean[k]) / norm.std[k];
+                    assert!((out[k * 4 + y * 2 + x] - want).abs() < 1e-5);
+                }
+            }
+        }
+        let mut outm = vec![0f32; 12];
+        write_chw_f32(img.view(), rect, true, &norm, &mut outm).unwrap();
+        assert_eq!(outm[0], out[1]);
+        assert_eq!(outm[5], out[4]);
+        let mut u = vec![0u8; 12];
+        write_chw_u8(img.view(), rect, true, &mut u).unwrap();
+        assert_eq!(&u[..4], &[6, 3, 15, 12]);
+        assert!(write_chw_f32(img.view(), rect, false, &Normalize::identity(1), &mut out).is_err());
+        assert!(write_chw_f32(img.view(), rect, false, &norm, &mut out[..5]).is_err());
+    }
+
+    /// `cargo test --release -p oxnet-core decode_speed -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn decode_speed() {
+        use rayon::prelude::*;
+        let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(data_dir())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().map(|e| e == "jpg").unwrap_or(false))
+            .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()))
+            .collect();
+        files.sort();
+        let reps = 30;
+        let work: Vec<&[u8]> = (0..reps).flat_map(|_| files.iter().map(|f| &f.1[..])).collect();
+        let px: usize = files.iter().map(|f| { let i = imdecode(&f.1, 1, true).unwrap(); i.width * i.height }).sum();
+        println!("decode-only: {} JPEGs ({:.2} Mpixel per pass): {:?}", files.len(), px as f64 / 1e6, files.iter().map(|f| &f.0).collect::<Vec<_>>());
+        for threads in [1usize, 2] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let t = std::time::Instant::now();
+            let n: usize = pool.install(|| work.par_iter().map(|b| imdecode(b, 1, true).unwrap().data.len().min(1)).sum());
+            let s = t.elapsed().as_secs_f64();
+            println!("decode-only (JPEG -> RGB u8), {threads} thread(s): {:.0} images/s, {:.1} Mpixel/s", n as f64 / s, (px * reps) as f64 / s / 1e6);
+        }
+    }
+
+    #[test]
+    fn color_jitter() {
+        let base: Vec<f32> = vec![10.0, 20.0, 30.0, 200.0, 100.0, 50.0];
+        let mut d = base.clone();
+        adjust_brightness(&mut d, 1.5);
+        assert_eq!(d[1], 30.0);
+        let gray = |p: &[f32]| p[0] * 0.299 + p[1] * 0.587 + p[2] * 0.114;
+        let mut d = base.clone();
+        adjust_saturation(&mut d, 0.0).unwrap();
+        assert!((d[0] - gray(&base[..3])).abs() < 1e-4 && (d[2] - d[0]).abs() < 1e-4);
+        let mut d = base.clone();
+        adjust_contrast(&mut d, 0.0).unwrap();
+        let m = (gray(&base[..3]) + gray(&base[3..])) / 2.0;
+        assert!(d.iter().all(|v| (v - m).abs() < 1e-3));
+        let mut d = base.clone();
+        adjust_contrast(&mut d, 1.0).unwrap();
+        assert_eq!(d, base);
+        // hue rotation by 0 is (nearly) identity; by any angle it keeps luma
+        let mut d = base.clone();
+        adjust_hue(&mut d, 0.0).unwrap();
+        assert!(d.iter().zip(&base).all(|(a, b)| (a - b).abs() < 0.5));
+        let mut d = base.clone();
+        adjust_hue(&mut d, 0.3).unwrap();
+        assert!((gray(&d[..3]) - gray(&base[..3])).abs() < 0.5);
+        let mut d = base.clone();
+        let ev = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]];
+        adjust_lighting(&mut d, [1.0, 2.0, 3.0], [1.0, 1.0, 1.0], ev).unwrap();
+        assert_eq!(&d[..3], &[11.0, 22.0, 33.0]);
+        assert!(adjust_hue(&mut [1.0, 2.0], 0.1).is_err());
+    }
+}

@@ -1,0 +1,83 @@
+"""Regenerate tests/data/images/expected.json (reference pixels from Pillow).
+
+Run from the repository root:  python3 tests/data/make_image_refs.py
+Also (re)creates the two small derived test images, from the shared photos:
+  chelsea_120x80.png        RGB PNG, from chelsea_451x300.png (CC0), Lanczos resize
+  retina_160x120_444.jpg    4:4:4 JPEG q92, from retina_1280x960_444.jpg (CC0)
+Pillow decodes JPEG with libjpeg-turbo (islow IDCT, fancy upsampling), like
+OpenCV inside MXNet, and ignores EXIF orientation unless asked.
+
+The Rust test (io::image tests) recomputes the sample positions with the same
+formula: for k in range(N): y = (k * 7919) % h, x = (k * 104729) % w.
+"""
+import json
+import os
+import sys
+
+from PIL import Image
+
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "images")
+SHARED = os.environ.get("OXNET_SHARED_IMAGES", "/work/shared/data/images")
+N = 250
+
+
+def make_derived():
+    src = os.path.join(SHARED, "chelsea_451x300.png")
+    if os.path.exists(src):
+        Image.open(src).convert("RGB").resize((120, 80), Image.LANCZOS).save(
+            os.path.join(HERE, "chelsea_120x80.png"), optimize=True)
+    src = os.path.join(SHARED, "retina_1280x960_444.jpg")
+    if os.path.exists(src):
+        Image.open(src).resize((160, 120), Image.LANCZOS).save(
+            os.path.join(HERE, "retina_160x120_444.jpg"), quality=92, subsampling=0)
+
+
+def samples(arr_bytes, w, h, c):
+    out = []
+    for k in range(N):
+        y = (k * 7919) % h
+        x = (k * 104729) % w
+        base = (y * w + x) * c
+        out.extend(arr_bytes[base:base + c])
+    return out
+
+
+def means(arr_bytes, c):
+    n = len(arr_bytes) // c
+    return [sum(arr_bytes[i::c]) / n for i in range(c)]
+
+
+def main():
+    if "--derived" in sys.argv:
+        make_derived()
+    refs = {}
+    for f in sorted(os.listdir(HERE)):
+        if not f.endswith((".jpg", ".png")):
+            continue
+        p = os.path.join(HERE, f)
+        im = Image.open(p)
+        rgb = im.convert("RGB")
+        w, h = rgb.size
+        if f.endswith(".jpg"):
+            g = Image.open(p)
+            g.draft("L", g.size)  # libjpeg outputs the Y channel directly, like OpenCV
+            gray = g.convert("L")
+        else:
+            gray = im.convert("L")
+        rb = rgb.tobytes()
+        gb = gray.tobytes()
+        refs[f] = {
+            "width": w,
+            "height": h,
+            "rgb_mean": means(rb, 3),
+            "rgb_samples": samples(rb, w, h, 3),
+            "gray_mean": means(gb, 1),
+            "gray_samples": samples(gb, w, h, 1),
+        }
+    with open(os.path.join(HERE, "expected.json"), "w") as fh:
+        json.dump({"n_samples": N, "images": refs}, fh, separators=(",", ":"))
+        fh.write("\n")
+
+
+if __name__ == "__main__":
+    main()
