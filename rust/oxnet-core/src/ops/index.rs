@@ -919,3 +919,238 @@ pub static OPS: &[&OpDef] = &[
     &TAKE, &TAKE_GRAD, &PICK, &PICK_GRAD, &ONE_HOT, &TOPK, &SORT, &ARGSORT, &GATHER_ALONG_AXIS,
     &SCATTER_ADD_ALONG_AXIS,
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::reduce::test_util::*;
+    use crate::NDArray;
+
+    fn iarr(v: Vec<i64>, shape: &[usize]) -> NDArray {
+        NDArray::from_vec(v, shape, Default::default()).unwrap()
+    }
+
+    #[test]
+    fn take_modes_axes_and_shapes() {
+        let a = arr((0..12).map(|v| v as f64).collect(), &[3, 4]);
+        let i = arr(vec![2.0, 0.0, 2.7], &[3]);
+        let y = run1("take", &[], &[a.clone(), i.clone()]);
+        assert_eq!(y.shape, vec![3, 4]);
+        assert_eq!(vals(&y), vec![8., 9., 10., 11., 0., 1., 2., 3., 8., 9., 10., 11.]);
+        // 2-D indices along axis 1 (and -1): shape a[:1] + idx + a[2:]
+        let i2 = iarr(vec![3, 0, 1, 1], &[2, 2]);
+        for ax in ["1", "-1"] {
+            let y = run1("take", &[("axis", ax)], &[a.clone(), i2.clone()]);
+            assert_eq!(y.shape, vec![3, 2, 2]);
+            assert_eq!(vals(&y), vec![3., 0., 1., 1., 7., 4., 5., 5., 11., 8., 9., 9.]);
+        }
+        let oob = arr(vec![-1.0, 5.0, 4.0, -5.0], &[4]);
+        assert_eq!(vals(&run1("take", &[("axis", "1")], &[a.clone(), oob.clone()]))[..4], [0., 3., 3., 0.]);
+        assert_eq!(vals(&run1("take", &[("axis", "1"), ("mode", "wrap")], &[a.clone(), oob.clone()]))[..4], [3., 1., 0., 3.]);
+        let e = err("take", &[("axis", "1"), ("mode", "raise")], &[a.clone(), oob]);
+        assert!(e.contains("take") && e.contains("out of bounds") && e.contains("size 4"), "{e}");
+        assert_eq!(vals(&run1("take", &[("mode", "raise")], &[a.clone(), iarr(vec![1], &[1])])), vec![4., 5., 6., 7.]);
+        let e = err("take", &[("axis", "2")], &[a.clone(), i.clone()]);
+        assert!(e.contains("take") && e.contains("axis 2") && e.contains("(3, 4)"), "{e}");
+        let e = err("take", &[("mode", "bogus")], &[a.clone(), i.clone()]);
+        assert!(e.contains("take") && e.contains("mode"), "{e}");
+        // integer data keeps its dtype
+        let ai = iarr(vec![5, 6, 7], &[3]);
+        assert_eq!(run1("take", &[], &[ai, i]).to_vec::<i64>().unwrap(), vec![7, 5, 7]);
+    }
+
+    #[test]
+    fn take_large_parallel_copy() {
+        let (n, d) = (1000, 300);
+        let a = arr32(&(0..n * d).map(|v| v as f32).collect::<Vec<_>>(), &[n, d]);
+        let idx: Vec<i64> = (0..2000).map(|k| (k * 7919 % n) as i64).collect();
+        let y = run1("take", &[], &[a, iarr(idx.clone(), &[2000])]);
+        let yv = y.to_vec::<f32>().unwrap();
+        for (k, &j) in idx.iter().enumerate() {
+            assert_eq!(yv[k * d + 5], (j as usize * d + 5) as f32);
+        }
+    }
+
+    #[test]
+    fn take_gradients() {
+        let a = arr(rnd(12, 3), &[3, 4]);
+        let i = arr(vec![1.0, 1.0, 3.0, -2.0, 9.0], &[5]);
+        for mode in ["clip", "wrap"] {
+            for ax in ["0", "1", "-1"] {
+                check_grad("take", &[("axis", ax), ("mode", mode)], &[a.clone(), i.clone()], &[0]);
+                let y = run1("take", &[("axis", ax), ("mode", mode)], &[a.clone(), i.clone()]);
+                let g = arr(rnd(y.size(), 4), &y.shape);
+                check_grad("_take_grad", &[("axis", ax), ("mode", mode)], &[g, i.clone(), a.clone()], &[0]);
+            }
+        }
+        // repeated indices accumulate
+        let (_, g) = grads("take", &[], &[arr(vec![0.0; 3], &[3]), arr(vec![1.0, 1.0, 2.0], &[3])], &[arr(vec![1.0, 2.0, 4.0], &[3])]);
+        assert_eq!(g[0].as_ref().unwrap(), &vec![0.0, 3.0, 4.0]);
+        assert!(g[1].is_none());
+    }
+
+    #[test]
+    fn pick_axes_keepdims_modes() {
+        let x = arr((0..12).map(|v| v as f64).collect(), &[3, 4]);
+        let y = run1("pick", &[], &[x.clone(), arr(vec![0.0, 3.0, 9.0], &[3])]);
+        assert_eq!((y.shape.clone(), vals(&y)), (vec![3], vec![0., 7., 11.]));
+        let y = run1("pick", &[("mode", "wrap")], &[x.clone(), arr(vec![-1.0, 5.0, 2.0], &[3])]);
+        assert_eq!(vals(&y), vec![3., 5., 10.]);
+        let y = run1("pick", &[("axis", "0"), ("keepdims", "True")], &[x.clone(), arr(vec![2.0, 1.0, 0.0, -4.0], &[1, 4])]);
+        assert_eq!((y.shape.clone(), vals(&y)), (vec![1, 4], vec![8., 5., 2., 3.]));
+        // index given with the kept axis while keepdims=False
+        let y = run1("pick", &[("axis", "1")], &[x.clone(), arr(vec![1.0, 1.0, 1.0], &[3, 1])]);
+        assert_eq!((y.shape.clone(), vals(&y)), (vec![3], vec![1., 5., 9.]));
+        let e = err("pick", &[("axis", "None")], &[x.clone(), arr(vec![0.0; 3], &[3])]);
+        assert!(e.contains("pick") && e.contains("axis=None"), "{e}");
+        let e = err("pick", &[("axis", "0")], &[x.clone(), arr(vec![0.0; 3], &[3])]);
+        assert!(e.contains("pick") && e.contains("index shape (3,)") && e.contains("(4,)"), "{e}");
+        let e = err("pick", &[("mode", "raise")], &[x.clone(), arr(vec![0.0; 3], &[3])]);
+        assert!(e.contains("pick") && e.contains("mode"), "{e}");
+        let e = err("pick", &[("axis", "2")], &[x.clone(), arr(vec![0.0; 3], &[3])]);
+        assert!(e.contains("pick") && e.contains("axis 2"), "{e}");
+        // 3-D, middle axis
+        let x3 = arr((0..24).map(|v| v as f64).collect(), &[2, 3, 4]);
+        let idx = arr(vec![0., 1., 2., 0., 2., 2., 1., 1.], &[2, 4]);
+        let y = run1("pick", &[("axis", "1")], &[x3.clone(), idx.clone()]);
+        assert_eq!(vals(&y), vec![0., 5., 10., 3., 20., 21., 18., 19.]);
+        for keep in ["False", "True"] {
+            let idx = if keep == "True" { arr(vals(&idx), &[2, 1, 4]) } else { idx.clone() };
+            let at = [("axis", "1"), ("keepdims", keep)];
+            check_grad("pick", &at, &[x3.clone(), idx.clone()], &[0]);
+            let y = run1("pick", &at, &[x3.clone(), idx.clone()]);
+            check_grad("_pick_grad", &at, &[arr(rnd(y.size(), 2), &y.shape), idx, x3.clone()], &[0]);
+        }
+    }
+
+    #[test]
+    fn one_hot_values() {
+        let i = arr32(&[1.0, 0.0, 3.0, -1.0, 2.9, 2.0], &[2, 3]);
+        let y = run1("one_hot", &[("depth", "3")], &[i.clone()]);
+        assert_eq!((y.shape.clone(), y.dtype()), (vec![2, 3, 3], DType::F32));
+        assert_eq!(
+            vals(&y),
+            vec![0., 1., 0., 1., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 1., 0., 0., 1.]
+        );
+        let y = run1("one_hot", &[("depth", "2"), ("on_value", "5"), ("off_value", "-1"), ("dtype", "int32")], &[iarr(vec![1, 0], &[2])]);
+        assert_eq!(y.to_vec::<i32>().unwrap(), vec![-1, 5, 5, -1]);
+        let e = err("one_hot", &[], &[i.clone()]);
+        assert!(e.contains("one_hot") && e.contains("depth"), "{e}");
+    }
+
+    /// Reference: stable sort of each line, NaN last.
+    fn ref_sort(x: &[f64], shape: &[usize], axis: usize, asc: bool) -> (Vec<f64>, Vec<f64>) {
+        let (pre, n, post) = split3(shape, axis);
+        let (mut v, mut ix) = (vec![0.0; x.len()], vec![0.0; x.len()]);
+        for p in 0..pre {
+            for q in 0..post {
+                let mut ids: Vec<usize> = (0..n).collect();
+                let at = |i: usize| x[(p * n + i) * post + q];
+                ids.sort_by(|&a, &b| if asc { cmp_nan_last(at(a), at(b)) } else { cmp_nan_last(at(b), at(a)) });
+                for (j, &i) in ids.iter().enumerate() {
+                    v[(p * n + j) * post + q] = at(i);
+                    ix[(p * n + j) * post + q] = i as f64;
+                }
+            }
+        }
+        (v, ix)
+    }
+
+    #[test]
+    fn sort_argsort_against_reference() {
+        let shape = [3, 5, 4];
+        // include ties
+        let x: Vec<f64> = rnd(60, 8).iter().map(|v| (v * 4.0).round()).collect();
+        let xa = arr(x.clone(), &shape);
+        for axis in 0..3 {
+            for asc in [true, false] {
+                let (v, ix) = ref_sort(&x, &shape, axis, asc);
+                let at = [("axis", axis.to_string()), ("is_ascend", asc.to_string())];
+                let at: Vec<(&str, &str)> = at.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                assert_eq!(vals(&run1("sort", &at, &[xa.clone()])), v, "sort axis {axis} asc {asc}");
+                let y = run1("argsort", &at, &[xa.clone()]);
+                assert_eq!(y.dtype(), DType::F32);
+                assert_eq!(vals(&y), ix, "argsort axis {axis} asc {asc}");
+                let neg = (axis as i64 - 3).to_string();
+                let at2 = [("axis", neg.as_str()), at[1]];
+                assert_eq!(vals(&run1("argsort", &at2, &[xa.clone()])), ix);
+            }
+        }
+        // defaults: last axis, ascending; axis=None flattens
+        let (v, _) = ref_sort(&x, &shape, 2, true);
+        assert_eq!(vals(&run1("sort", &[], &[xa.clone()])), v);
+        let y = run1("sort", &[("axis", "None")], &[xa.clone()]);
+        let (v, _) = ref_sort(&x, &[60], 0, true);
+        assert_eq!((y.shape.clone(), vals(&y)), (vec![60], v));
+        let y = run1("argsort", &[("axis", "None"), ("dtype", "int32")], &[xa.clone()]);
+        assert_eq!((y.shape.clone(), y.dtype()), (vec![60], DType::I32));
+        let nanx = arr(vec![2.0, f64::NAN, -1.0], &[3]);
+        assert_eq!(vals(&run1("argsort", &[], &[nanx.clone()])), vec![2.0, 0.0, 1.0]);
+        assert_eq!(vals(&run1("argsort", &[("is_ascend", "False")], &[nanx])), vec![1.0, 0.0, 2.0]);
+        let e = err("sort", &[("axis", "3")], &[xa.clone()]);
+        assert!(e.contains("sort") && e.contains("axis 3") && e.contains("(3, 5, 4)"), "{e}");
+        let e = err("argsort", &[("dtype", "bool")], &[xa.clone()]);
+        assert!(e.contains("argsort") && e.contains("dtype"), "{e}");
+    }
+
+    #[test]
+    fn topk_ret_types() {
+        let x = arr32(&[3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0], &[2, 4]);
+        // default: k=1, indices of the largest, float32
+        let y = run1("topk", &[], &[x.clone()]);
+        assert_eq!((y.shape.clone(), y.dtype(), vals(&y)), (vec![2, 1], DType::F32, vec![2.0, 1.0]));
+        let y = run1("topk", &[("k", "2"), ("ret_typ", "value")], &[x.clone()]);
+        assert_eq!(vals(&y), vec![4.0, 3.0, 9.0, 6.0]);
+        let y = run1("topk", &[("k", "2"), ("ret_typ", "value"), ("is_ascend", "True")], &[x.clone()]);
+        assert_eq!(vals(&y), vec![1.0, 1.0, 2.0, 5.0]);
+        let y = run1("topk", &[("k", "2"), ("ret_typ", "mask")], &[x.clone()]);
+        assert_eq!((y.shape.clone(), vals(&y)), (vec![2, 4], vec![1., 0., 1., 0., 0., 1., 0., 1.]));
+        let o = crate::ops::call("topk", &[("k", "3"), ("ret_typ", "both"), ("axis", "0"), ("dtype", "int64")], &[arr32(&[1., 7., 3., 2., 5., 0.], &[3, 2])]).unwrap();
+        assert_eq!(o.len(), 2);
+        assert_eq!((o[0].shape.clone(), vals(&o[0])), (vec![3, 2], vec![5., 7., 3., 2., 1., 0.]));
+        assert_eq!((o[1].dtype(), vals(&o[1])), (DType::I64, vec![2., 0., 1., 1., 0., 2.]));
+        let y = run1("topk", &[("axis", "None"), ("k", "3"), ("ret_typ", "value")], &[x.clone()]);
+        assert_eq!((y.shape.clone(), vals(&y)), (vec![3], vec![9., 6., 5.]));
+        let y = run1("topk", &[("k", "0"), ("ret_typ", "value")], &[x.clone()]);
+        assert_eq!(vals(&y), vec![4., 3., 1., 1., 9., 6., 5., 2.]);
+        let e = err("topk", &[("k", "5")], &[x.clone()]);
+        assert!(e.contains("topk") && e.contains("k=5") && e.contains("(2, 4)"), "{e}");
+        let e = err("topk", &[("ret_typ", "values")], &[x.clone()]);
+        assert!(e.contains("topk") && e.contains("ret_typ"), "{e}");
+        // large k partial-selection path vs full sort agree
+        let big = arr(rnd(4000, 12), &[2, 2000]);
+        let y = run1("topk", &[("k", "10"), ("ret_typ", "value")], &[big.clone()]);
+        let full = vals(&run1("sort", &[("is_ascend", "False")], &[big]));
+        assert_eq!(vals(&y), [&full[..10], &full[2000..2010]].concat());
+    }
+
+    #[test]
+    fn ordering_gradients() {
+        let x = arr(rnd(24, 21), &[2, 3, 4]);
+        for at in [vec![], vec![("axis", "1")], vec![("axis", "0"), ("is_ascend", "False")], vec![("axis", "None")]] {
+            check_grad("sort", &at, &[x.clone()], &[0]);
+        }
+        for at in [
+            vec![("k", "2"), ("ret_typ", "value")],
+            vec![("k", "2"), ("ret_typ", "both"), ("axis", "1")],
+            vec![("k", "3"), ("ret_typ", "value"), ("axis", "None"), ("is_ascend", "True")],
+        ] {
+            check_grad("topk", &at, &[x.clone()], &[0]);
+        }
+        let (_, g) = grads("argsort", &[], &[x.clone()], &[arr(vec![1.0; 24], &[2, 3, 4])]);
+        assert!(g[0].is_none());
+        let (_, g) = grads("topk", &[("ret_typ", "mask")], &[x.clone()], &[arr(vec![1.0; 24], &[2, 3, 4])]);
+        assert!(g[0].is_none());
+        let (_, g) = grads("one_hot", &[("depth", "2")], &[arr(vec![0.0], &[1])], &[arr(vec![1.0; 2], &[1, 2])]);
+        assert!(g[0].is_none());
+        // the internal gather/scatter pair, each differentiated
+        let idx = iarr(vec![0, 2, 2, 1, 0, 0, 1, 1], &[2, 1, 4]);
+        let d = arr(rnd(24, 4), &[2, 3, 4]);
+        check_grad("_gather_along_axis", &[("axis", "1")], &[d.clone(), idx.clone()], &[0]);
+        check_grad("_scatter_add_along_axis", &[("axis", "1")], &[arr(rnd(8, 5), &[2, 1, 4]), idx.clone(), d.clone()], &[0]);
+        let e = err("_gather_along_axis", &[("axis", "0")], &[d.clone(), idx.clone()]);
+        assert!(e.contains("_gather_along_axis") && e.contains("index shape (2, 1, 4)"), "{e}");
+        let e = err("_gather_along_axis", &[("axis", "1")], &[d, iarr(vec![0, 3, 0, 0, 0, 0, 0, 0], &[2, 1, 4])]);
+        assert!(e.contains("out of bounds"), "{e}");
+    }
+}

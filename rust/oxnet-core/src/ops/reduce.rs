@@ -150,8 +150,10 @@ pub struct RNorm2;
 
 #[inline(always)]
 fn max_nan(a: f64, v: f64) -> f64 {
-    // NaN propagates (as MXNet's red::maximum).
-    if a.is_nan() || !(a >= v) {
+    // NaN propagates (as MXNet's red::maximum): once NaN, stays NaN.
+    if a.is_nan() {
+        a
+    } else if !(a >= v) {
         v
     } else {
         a
@@ -791,3 +793,398 @@ pub static ARGMIN: OpDef = OpDef {
 pub static OPS: &[&OpDef] = &[
     &SUM, &MEAN, &PROD, &NANSUM, &NANPROD, &MAX, &MIN, &REDUCE_GRAD_BROADCAST, &NORM, &ARGMAX, &ARGMIN,
 ];
+
+/// Test helpers shared with the index family: arrays, an eager
+/// `GradBuilder` and a central finite-difference gradient check.
+#[cfg(test)]
+pub(crate) mod test_util {
+    use crate::base::dtype::Elem;
+    use crate::dispatch_dtype;
+    use crate::error::Result;
+    use crate::ops::attrs::Attrs;
+    use crate::ops::registry::{call, invoke, lookup, parse_call, Entry, GradBuilder};
+    use crate::{Context, NDArray};
+    use std::sync::Arc;
+
+    pub fn arr(v: Vec<f64>, shape: &[usize]) -> NDArray {
+        NDArray::from_vec(v, shape, Context::default()).unwrap()
+    }
+    pub fn arr32(v: &[f32], shape: &[usize]) -> NDArray {
+        NDArray::from_vec(v.to_vec(), shape, Context::default()).unwrap()
+    }
+    pub fn vals(a: &NDArray) -> Vec<f64> {
+        dispatch_dtype!(a.dtype(), T => a.to_vec::<T>().unwrap().into_iter().map(|v| v.to_f64()).collect())
+    }
+    pub fn run1(op: &str, attrs: &[(&str, &str)], ins: &[NDArray]) -> NDArray {
+        call(op, attrs, ins).unwrap_or_else(|e| panic!("{op}: {e}")).remove(0)
+    }
+    pub fn err(op: &str, attrs: &[(&str, &str)], ins: &[NDArray]) -> String {
+        match call(op, attrs, ins) {
+            Ok(o) => match o[0].wait_to_read() {
+                Ok(()) => panic!("{op} with {attrs:?} should have failed"),
+                Err(e) => e.to_string(),
+            },
+            Err(e) => e.to_string(),
+        }
+    }
+    /// Deterministic pseudo-random values in [-1, 1).
+    pub fn rnd(n: usize, seed: u64) -> Vec<f64> {
+        let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (0..n)
+            .map(|_| {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+            })
+            .collect()
+    }
+    pub fn assert_close(a: &[f64], b: &[f64], tol: f64, what: &str) {
+        assert_eq!(a.len(), b.len(), "{what}: lengths differ");
+        for (i, (x, y)) in a.iter().zip(b).enumerate() {
+            let ok = (x.is_nan() && y.is_nan()) || (x - y).abs() <= tol * (1.0 + y.abs());
+            assert!(ok, "{what}: element {i}: got {x}, expected {y}\n got {a:?}\nwant {b:?}");
+        }
+    }
+
+    /// Runs gradient ops immediately.
+    pub struct Eager(pub Vec<NDArray>);
+    impl GradBuilder for Eager {
+        fn op(&mut self, name: &str, attrs: &[(&str, String)], inputs: &[Entry]) -> Result<Vec<Entry>> {
+            let ins: Vec<NDArray> = inputs.iter().map(|&i| self.0[i].clone()).collect();
+            let a: Vec<(&str, &str)> = attrs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let outs = call(name, &a, &ins)?;
+            let mut ids = Vec::new();
+            for o in outs {
+                self.0.push(o);
+                ids.push(self.0.len() - 1);
+            }
+            Ok(ids)
+        }
+    }
+
+    /// Forward outputs and the gradient of sum_o sum(w_o * y_o) for each input.
+    pub fn grads(op: &str, attrs: &[(&str, &str)], ins: &[NDArray], ws: &[NDArray]) -> (Vec<NDArray>, Vec<Option<Vec<f64>>>) {
+        let def = lookup(op).unwrap();
+        let c = Arc::new(parse_call(def, Attrs::from_pairs(attrs)).unwrap());
+        let outs = invoke(c.clone(), ins, None, None, true).unwrap();
+        let mut b = Eager(Vec::new());
+        b.0.extend(ins.iter().cloned());
+        b.0.extend(outs.iter().cloned());
+        b.0.extend(ws.iter().cloned());
+        let (n, m) = (ins.len(), outs.len());
+        let xi: Vec<Entry> = (0..n).collect();
+        let yi: Vec<Entry> = (n..n + m).collect();
+        let gi: Vec<Entry> = (n + m..n + m + ws.len()).collect();
+        let g = (def.grad.expect("operator has a gradient"))(&c, &mut b, &xi, &yi, &gi).unwrap();
+        let g = g.into_iter().map(|e| e.map(|e| vals(&b.0[e]))).collect();
+        (outs, g)
+    }
+
+    /// Compare the analytic gradient (from the op's GradFn) with central
+    /// differences for the inputs in `wrt` (float64 inputs).
+    pub fn check_grad(op: &str, attrs: &[(&str, &str)], ins: &[NDArray], wrt: &[usize]) {
+        let outs = call(op, attrs, ins).unwrap();
+        let ws: Vec<NDArray> = outs
+            .iter()
+            .enumerate()
+            .map(|(k, o)| {
+                let w = rnd(o.size(), 77 + k as u64);
+                let w = arr(w, &o.shape);
+                crate::ops::registry::call("_cast_like", &[], &[w, o.clone()]).unwrap().remove(0)
+            })
+            .collect();
+        let (_, g) = grads(op, attrs, ins, &ws);
+        let wv: Vec<Vec<f64>> = ws.iter().map(vals).collect();
+        let loss = |xs: &[NDArray]| -> f64 {
+            let o = call(op, attrs, xs).unwrap();
+            o.iter()
+                .zip(&wv)
+                .filter(|(y, _)| y.dtype().is_float())
+                .map(|(y, w)| vals(y).iter().zip(w).map(|(a, b)| a * b).sum::<f64>())
+                .sum()
+        };
+        for &k in wrt {
+            let x0 = vals(&ins[k]);
+            let analytic = g[k].clone().unwrap_or_else(|| vec![0.0; x0.len()]);
+            let eps = 1e-6;
+            let mut numeric = Vec::new();
+            for i in 0..x0.len() {
+                let mut xs = ins.to_vec();
+                let mut xp = x0.clone();
+                xp[i] += eps;
+                xs[k] = arr(xp, &ins[k].shape);
+                let lp = loss(&xs);
+                let mut xm = x0.clone();
+                xm[i] -= eps;
+                xs[k] = arr(xm, &ins[k].shape);
+                let lm = loss(&xs);
+                numeric.push((lp - lm) / (2.0 * eps));
+            }
+            assert_close(&analytic, &numeric, 1e-5, &format!("{op} {attrs:?} gradient wrt input {k}"));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_util::*;
+    use crate::NDArray;
+    use super::*;
+
+    /// Brute-force reduction: walk every input element, map it to its
+    /// output position through the keepdims shape.
+    fn naive(x: &[f64], shape: &[usize], mask: &[bool], init: f64, f: fn(f64, f64) -> f64) -> Vec<f64> {
+        let ks = keep_shape(shape, mask);
+        let mut out = vec![init; numel(&ks)];
+        let kst = strides(&ks);
+        for (flat, &v) in x.iter().enumerate() {
+            let (mut rem, mut o) = (flat, 0);
+            for d in (0..shape.len()).rev() {
+                let i = rem % shape[d];
+                rem /= shape[d];
+                if !mask[d] {
+                    o += i * kst[d];
+                }
+            }
+            out[o] = f(out[o], v);
+        }
+        out
+    }
+
+    fn mask_of(nd: usize, axes: &[usize], exclude: bool) -> Vec<bool> {
+        (0..nd).map(|i| axes.contains(&i) != exclude).collect()
+    }
+
+    #[test]
+    fn shapes_follow_mxnet() {
+        let x = arr(rnd(24, 1), &[2, 3, 4]);
+        let cases: &[(&[(&str, &str)], &[usize])] = &[
+            (&[], &[1]),
+            (&[("axis", "()")], &[1]),
+            (&[("keepdims", "True")], &[1, 1, 1]),
+            (&[("axis", "1")], &[2, 4]),
+            (&[("axis", "-1")], &[2, 3]),
+            (&[("axis", "(0, 2)")], &[3]),
+            (&[("axis", "(0, 2)"), ("keepdims", "True")], &[1, 3, 1]),
+            (&[("axis", "1"), ("exclude", "True")], &[3]),
+            (&[("axis", "1"), ("exclude", "True"), ("keepdims", "True")], &[1, 3, 1]),
+            (&[("axis", "(0, 1, 2)")], &[1]),
+            (&[("axis", "(-3, -2)"), ("exclude", "True")], &[2, 3]),
+            // exclude is ignored when every axis is reduced (axis=None).
+            (&[("exclude", "True")], &[1]),
+        ];
+        for (attrs, want) in cases {
+            for op in ["sum", "sum_axis", "mean", "prod", "max", "max_axis", "min", "min_axis", "nansum", "nanprod"] {
+                assert_eq!(run1(op, attrs, &[x.clone()]).shape, want.to_vec(), "{op} {attrs:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn bad_axes_are_named() {
+        let x = arr(rnd(6, 1), &[2, 3]);
+        let e = err("sum", &[("axis", "2")], &[x.clone()]);
+        assert!(e.contains("sum") && e.contains("axis 2") && e.contains("(2, 3)"), "{e}");
+        let e = err("mean", &[("axis", "-3")], &[x.clone()]);
+        assert!(e.contains("mean") && e.contains("axis -3"), "{e}");
+        let e = err("max", &[("axis", "(1, -1)")], &[x.clone()]);
+        assert!(e.contains("max") && e.contains("twice"), "{e}");
+        let e = err("argmax", &[("axis", "5")], &[x.clone()]);
+        assert!(e.contains("argmax") && e.contains("axis 5"), "{e}");
+        let e = err("norm", &[("ord", "3")], &[x.clone()]);
+        assert!(e.contains("norm") && e.contains("ord"), "{e}");
+        let e = err("sum", &[("axis", "x")], &[x.clone()]);
+        assert!(e.contains("sum") && e.contains("axis"), "{e}");
+        let empty = arr(vec![], &[0, 3]);
+        let e = err("max", &[], &[empty.clone()]);
+        assert!(e.contains("max") && e.contains("empty"), "{e}");
+        // sum of nothing is zero, as in NumPy and MXNet.
+        assert_eq!(vals(&run1("sum", &[("axis", "0")], &[empty])), vec![0.0; 3]);
+    }
+
+    #[test]
+    fn values_match_brute_force() {
+        let shapes: &[&[usize]] = &[&[7], &[3, 5], &[2, 3, 4], &[4, 1, 3, 2], &[2, 3, 2, 5]];
+        for (si, &shape) in shapes.iter().enumerate() {
+            let nd = shape.len();
+            let x = rnd(numel(shape), si as u64 + 10).iter().map(|v| v + 0.2).collect::<Vec<_>>();
+            let xa = arr(x.clone(), shape);
+            // every subset of axes, with and without exclude/keepdims
+            for bits in 0..(1u32 << nd) {
+                let axes: Vec<usize> = (0..nd).filter(|i| bits >> i & 1 == 1).collect();
+                for exclude in [false, true] {
+                    for keepdims in [false, true] {
+                        let (axis, mask) = if axes.is_empty() {
+                            ("None".to_string(), vec![true; nd])
+                        } else {
+                            (format!("({},)", axes.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(",")), mask_of(nd, &axes, exclude))
+                        };
+                        let attrs = [("axis", axis.as_str()), ("exclude", if exclude { "True" } else { "False" }), ("keepdims", if keepdims { "1" } else { "0" })];
+                        let n_red: usize = shape.iter().zip(&mask).filter(|(_, &m)| m).map(|(&d, _)| d).product();
+                        let refs: [(&str, Vec<f64>); 5] = [
+                            ("sum", naive(&x, shape, &mask, 0.0, |a, b| a + b)),
+                            ("prod", naive(&x, shape, &mask, 1.0, |a, b| a * b)),
+                            ("max", naive(&x, shape, &mask, f64::NEG_INFINITY, f64::max)),
+                            ("min", naive(&x, shape, &mask, f64::INFINITY, f64::min)),
+                            ("mean", naive(&x, shape, &mask, 0.0, |a, b| a + b).iter().map(|v| v / n_red as f64).collect()),
+                        ];
+                        for (op, want) in refs {
+                            let y = run1(op, &attrs, &[xa.clone()]);
+                            assert_close(&vals(&y), &want, 1e-12, &format!("{op} {shape:?} {attrs:?}"));
+                        }
+                        let y = run1("norm", &[("axis", attrs[0].1), ("keepdims", attrs[2].1)], &[xa.clone()]);
+                        if !exclude {
+                            let want: Vec<f64> = naive(&x, shape, &mask, 0.0, |a, b| a + b * b).iter().map(|v| v.sqrt()).collect();
+                            assert_close(&vals(&y), &want, 1e-12, &format!("norm {shape:?} {attrs:?}"));
+                            let y = run1("norm", &[("ord", "1"), ("axis", attrs[0].1), ("keepdims", attrs[2].1)], &[xa.clone()]);
+                            let want = naive(&x, shape, &mask, 0.0, |a, b| a + b.abs());
+                            assert_close(&vals(&y), &want, 1e-12, &format!("norm ord=1 {shape:?} {attrs:?}"));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn large_inputs_use_the_parallel_paths() {
+        // Full reduction, last-axis reduction and first-axis reduction on
+        // arrays above the parallel threshold.
+        let (r, c) = (300, 700);
+        let x: Vec<f64> = (0..r * c).map(|i| ((i % 97) as f64) * 0.5 - 20.0).collect();
+        let xa = arr32(&x.iter().map(|&v| v as f32).collect::<Vec<_>>(), &[r, c]);
+        let total: f64 = x.iter().sum();
+        assert_close(&vals(&run1("sum", &[], &[xa.clone()])), &[total], 1e-9, "full sum");
+        let rows: Vec<f64> = (0..r).map(|i| x[i * c..(i + 1) * c].iter().sum()).collect();
+        assert_close(&vals(&run1("sum", &[("axis", "1")], &[xa.clone()])), &rows, 1e-9, "row sums");
+        let cols: Vec<f64> = (0..c).map(|j| (0..r).map(|i| x[i * c + j]).sum()).collect();
+        assert_close(&vals(&run1("sum", &[("axis", "0")], &[xa.clone()])), &cols, 1e-9, "column sums");
+        let cmax: Vec<f64> = (0..c).map(|j| (0..r).map(|i| x[i * c + j]).fold(f64::MIN, f64::max)).collect();
+        assert_close(&vals(&run1("max", &[("axis", "0")], &[xa.clone()])), &cmax, 0.0, "column max");
+        let am: Vec<f64> = (0..r)
+            .map(|i| {
+                let row = &x[i * c..(i + 1) * c];
+                let m = row.iter().cloned().fold(f64::MIN, f64::max);
+                row.iter().position(|&v| v == m).unwrap() as f64
+            })
+            .collect();
+        assert_close(&vals(&run1("argmax", &[("axis", "1")], &[xa.clone()])), &am, 0.0, "argmax rows");
+        // 3-D with the middle axis reduced and many rows
+        let xa3 = arr(x.clone(), &[r, 7, 100]);
+        let want: Vec<f64> = (0..r)
+            .flat_map(|i| {
+                let x = &x;
+                (0..100).map(move |k| (0..7).map(|j| x[(i * 7 + j) * 100 + k]).sum())
+            })
+            .collect();
+        assert_close(&vals(&run1("sum", &[("axis", "1")], &[xa3])), &want, 1e-12, "middle axis");
+    }
+
+    #[test]
+    fn dtypes_and_nan_handling() {
+        let xi = NDArray::from_vec(vec![1i32, 2, 3, 4, 5, 7], &[2, 3], Default::default()).unwrap();
+        let y = run1("sum", &[("axis", "1")], &[xi.clone()]);
+        assert_eq!(y.dtype(), DType::I32);
+        assert_eq!(y.to_vec::<i32>().unwrap(), vec![6, 16]);
+        // integer mean truncates, as MXNet's integer division does
+        assert_eq!(run1("mean", &[("axis", "1")], &[xi.clone()]).to_vec::<i32>().unwrap(), vec![2, 5]);
+        assert_eq!(run1("max", &[], &[xi.clone()]).to_vec::<i32>().unwrap(), vec![7]);
+        let h = NDArray::from_vec(vec![half::f16::from_f32(0.5); 4000], &[4000], Default::default()).unwrap();
+        // f64 accumulation: 2000 is exact in f16, naive f16 accumulation stalls at 1024.
+        assert_eq!(run1("sum", &[], &[h]).to_vec::<half::f16>().unwrap()[0].to_f32(), 2000.0);
+        let nan = f64::NAN;
+        let x = arr(vec![1.0, nan, 3.0, 2.0, 2.0, nan], &[2, 3]);
+        assert_close(&vals(&run1("nansum", &[("axis", "1")], &[x.clone()])), &[4.0, 4.0], 0.0, "nansum");
+        assert_close(&vals(&run1("nanprod", &[("axis", "1")], &[x.clone()])), &[3.0, 4.0], 0.0, "nanprod");
+        assert_close(&vals(&run1("sum", &[("axis", "1")], &[x.clone()])), &[nan, nan], 0.0, "sum with nan");
+        assert_close(&vals(&run1("max", &[("axis", "1")], &[x.clone()])), &[nan, nan], 0.0, "max propagates nan");
+        assert_close(&vals(&run1("min", &[("axis", "0")], &[x.clone()])), &[1.0, nan, nan], 0.0, "min propagates nan");
+        let b = NDArray::from_vec(vec![true, false], &[2], Default::default()).unwrap();
+        let e = err("sum", &[], &[b]);
+        assert!(e.contains("sum") && e.contains("bool"), "{e}");
+        // norm out_dtype
+        let x = arr32(&[3.0, 4.0], &[2]);
+        let y = run1("norm", &[("out_dtype", "float64")], &[x]);
+        assert_eq!(y.dtype(), DType::F64);
+        assert_eq!(vals(&y), vec![5.0]);
+    }
+
+    #[test]
+    fn argmax_argmin() {
+        let x = arr32(&[1.0, 5.0, 5.0, 0.0, -1.0, 2.0, 9.0, -3.0], &[2, 4]);
+        let y = run1("argmax", &[("axis", "1")], &[x.clone()]);
+        assert_eq!(y.shape, vec![2]);
+        assert_eq!(y.dtype(), DType::F32);
+        assert_eq!(vals(&y), vec![1.0, 2.0]); // first of the tied maxima
+        assert_eq!(vals(&run1("argmin", &[("axis", "-1")], &[x.clone()])), vec![3.0, 3.0]);
+        assert_eq!(vals(&run1("argmax", &[("axis", "0")], &[x.clone()])), vec![0.0, 0.0, 1.0, 0.0]);
+        let y = run1("argmax", &[("axis", "0"), ("keepdims", "True")], &[x.clone()]);
+        assert_eq!(y.shape, vec![1, 4]);
+        let y = run1("argmax", &[], &[x.clone()]);
+        assert_eq!((y.shape.clone(), vals(&y)), (vec![1], vec![6.0]));
+        let y = run1("argmin", &[("keepdims", "True")], &[x.clone()]);
+        assert_eq!((y.shape.clone(), vals(&y)), (vec![1, 1], vec![7.0]));
+        // output dtype follows the input dtype (MXNet 1.x ElemwiseType)
+        let xd = arr(vec![0.0, 2.0, 1.0], &[3]);
+        assert_eq!(run1("argmax", &[("axis", "0")], &[xd]).dtype(), DType::F64);
+        assert_eq!(grads("argmax", &[("axis", "1")], &[x.clone()], &[arr32(&[1.0, 1.0], &[2])]).1, vec![None]);
+    }
+
+    #[test]
+    fn gradients_match_finite_differences() {
+        let x = arr(rnd(24, 5).iter().map(|v| v + 1.5).collect(), &[2, 3, 4]);
+        let attr_sets: &[&[(&str, &str)]] = &[
+            &[],
+            &[("keepdims", "True")],
+            &[("axis", "1")],
+            &[("axis", "-1"), ("keepdims", "True")],
+            &[("axis", "(0, 2)")],
+            &[("axis", "1"), ("exclude", "True")],
+            &[("axis", "(0, 1)"), ("exclude", "True"), ("keepdims", "True")],
+        ];
+        for attrs in attr_sets {
+            for op in ["sum", "mean", "prod", "max", "min", "nansum", "nanprod"] {
+                check_grad(op, attrs, &[x.clone()], &[0]);
+            }
+            let no_ex: Vec<(&str, &str)> = attrs.iter().filter(|(k, _)| *k != "exclude").cloned().collect();
+            if no_ex.len() == attrs.len() {
+                check_grad("norm", &no_ex, &[x.clone()], &[0]);
+                let mut a1 = no_ex.clone();
+                a1.push(("ord", "1"));
+                check_grad("norm", &a1, &[x.clone()], &[0]);
+            }
+            // the broadcast used by the gradients, and its own gradient (sum/mean)
+            let y = run1("sum", attrs, &[x.clone()]);
+            let g = arr(rnd(y.size(), 9), &y.shape);
+            let mut a: Vec<(&str, &str)> = attrs.to_vec();
+            check_grad("_reduce_grad_broadcast", &a, &[g.clone(), x.clone()], &[0]);
+            a.push(("mean", "True"));
+            check_grad("_reduce_grad_broadcast", &a, &[g, x.clone()], &[0]);
+        }
+    }
+
+    #[test]
+    fn max_gradient_goes_to_every_tie() {
+        let x = arr(vec![1.0, 3.0, 3.0, 2.0, 0.0, 0.0], &[2, 3]);
+        let g = arr(vec![10.0, 20.0], &[2]);
+        let (_, gr) = grads("max", &[("axis", "1")], &[x.clone()], &[g.clone()]);
+        assert_eq!(gr[0].as_ref().unwrap(), &vec![0.0, 10.0, 10.0, 20.0, 0.0, 0.0]);
+        let (_, gr) = grads("min", &[("axis", "1")], &[x.clone()], &[g]);
+        assert_eq!(gr[0].as_ref().unwrap(), &vec![10.0, 0.0, 0.0, 0.0, 20.0, 20.0]);
+        // nansum/nanprod give no gradient to NaN entries
+        let x = arr(vec![2.0, f64::NAN, 3.0], &[3]);
+        let (_, gr) = grads("nanprod", &[], &[x.clone()], &[arr(vec![1.0], &[1])]);
+        assert_eq!(gr[0].as_ref().unwrap(), &vec![3.0, 0.0, 2.0]);
+        let (_, gr) = grads("nansum", &[], &[x], &[arr(vec![2.0], &[1])]);
+        assert_eq!(gr[0].as_ref().unwrap(), &vec![2.0, 0.0, 2.0]);
+    }
+
+    #[test]
+    fn reduce_grad_broadcast_checks_ograd_shape() {
+        let x = arr(rnd(6, 1), &[2, 3]);
+        let g = arr(vec![1.0, 2.0, 3.0], &[3]);
+        let e = err("_reduce_grad_broadcast", &[("axis", "1")], &[g.clone(), x.clone()]);
+        assert!(e.contains("ograd shape (3,)") && e.contains("(2,)"), "{e}");
+        let y = run1("_reduce_grad_broadcast", &[("axis", "0")], &[g, x]);
+        assert_eq!(vals(&y), vec![1.0, 2.0, 3.0, 1.0, 2.0, 3.0]);
+    }
+}
