@@ -865,7 +865,7 @@ pub(crate) mod test_util {
     pub fn grads(op: &str, attrs: &[(&str, &str)], ins: &[NDArray], ws: &[NDArray]) -> (Vec<NDArray>, Vec<Option<Vec<f64>>>) {
         let def = lookup(op).unwrap();
         let c = Arc::new(parse_call(def, Attrs::from_pairs(attrs)).unwrap());
-        let outs = invoke(c.clone(), ins, None, None, true).unwrap();
+        let outs = invoke(c.clone(), ins, None, None).unwrap();
         let mut b = Eager(Vec::new());
         b.0.extend(ins.iter().cloned());
         b.0.extend(outs.iter().cloned());
