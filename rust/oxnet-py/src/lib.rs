@@ -7,6 +7,7 @@ mod autograd;
 mod errors;
 mod ndarray;
 mod ops;
+mod profiler;
 mod runtime;
 
 #[pymodule]
@@ -18,5 +19,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ops::register(m)?;
     runtime::register(m)?;
     autograd::register(m)?;
+    profiler::register(m)?;
     Ok(())
 }
