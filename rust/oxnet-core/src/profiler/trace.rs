@@ -35,7 +35,7 @@ fn category(r: &Record) -> String {
 }
 
 /// The trace document for the given per-thread events.
-pub fn chrome_trace(per_thread: &[(Arc<ThreadBuf>, Vec<Record>)]) -> Value {
+pub(crate) fn chrome_trace(per_thread: &[(Arc<ThreadBuf>, Vec<Record>)]) -> Value {
     // pids: one per device seen, cpu/0 always (the host).
     let mut devices: BTreeSet<(i32, i32)> = BTreeSet::new();
     devices.insert((Context::cpu(0).dev_type as i32, 0));
