@@ -7,6 +7,7 @@ mod autograd;
 mod errors;
 mod ndarray;
 mod ops;
+mod profiler;
 mod runtime;
 mod serialize;
 
@@ -20,5 +21,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     runtime::register(m)?;
     autograd::register(m)?;
     serialize::register(m)?;
+    profiler::register(m)?;
     Ok(())
 }

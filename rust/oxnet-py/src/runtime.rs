@@ -1,6 +1,6 @@
-//! Engine, storage, random and profiler entry points.
+//! Engine, storage and random entry points.
 use crate::errors::IntoPy;
-use oxnet_core::{engine, profiler, random, storage, Context};
+use oxnet_core::{engine, random, storage, Context};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -63,11 +63,6 @@ fn random_seed(seed: u64, dev_type: Option<i32>, dev_id: i32) -> PyResult<()> {
 }
 
 #[pyfunction]
-fn profiler_set_running(on: bool) {
-    profiler::set_running(on);
-}
-
-#[pyfunction]
 fn set_bulk_size(n: usize) -> usize {
     engine::set_bulk_size(n)
 }
@@ -83,7 +78,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(storage_stats, m)?)?;
     m.add_function(wrap_pyfunction!(storage_release_all, m)?)?;
     m.add_function(wrap_pyfunction!(random_seed, m)?)?;
-    m.add_function(wrap_pyfunction!(profiler_set_running, m)?)?;
     m.add_function(wrap_pyfunction!(num_cores, m)?)?;
     m.add_function(wrap_pyfunction!(set_bulk_size, m)?)?;
     Ok(())

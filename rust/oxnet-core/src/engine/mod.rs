@@ -40,6 +40,8 @@ pub struct Opr {
     pub(crate) inline: bool,
     /// Internal no-op used by waits: never skipped, never poisons.
     pub(crate) is_wait: bool,
+    /// Set at push when the profiler records this operation.
+    pub(crate) prof: Option<Box<crate::profiler::OpInfo>>,
 }
 
 /// The engine interface shared by the threaded and the naive engine.
@@ -172,7 +174,7 @@ pub(crate) fn execute(shared: &Shared, opr: &Opr) {
             None => Ok(()),
             Some(f) => {
                 let rc = RunCtx { ctx: opr.ctx };
-                let prof = crate::profiler::op_begin();
+                let prof = crate::profiler::op_begin(&opr.prof);
                 let r = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&rc))) {
                     Ok(r) => r.map_err(|e| e.in_op(opr.name)),
                     Err(p) => {
@@ -189,7 +191,7 @@ pub(crate) fn execute(shared: &Shared, opr: &Opr) {
                         })
                     }
                 };
-                crate::profiler::op_end(prof, opr.name, opr.ctx);
+                crate::profiler::op_end(prof, opr.name, opr.ctx, &opr.prof);
                 r
             }
         },
@@ -334,6 +336,7 @@ pub fn push(
         ctx,
         inline,
         is_wait: false,
+        prof: crate::profiler::capture(),
     });
     engine().push_opr(opr);
 }
@@ -361,6 +364,17 @@ pub fn wait_for_var(var: &Var, for_write: bool) -> Result<()> {
 /// Wait for all pushed work; returns the first error since the last call.
 pub fn wait_for_all() -> Result<()> {
     engine().wait_for_all()
+}
+
+/// Wait until no operation is pending, leaving errors to the waits that
+/// reach them (used by the profiler's dump). No-op inside a worker.
+pub fn wait_idle() {
+    if in_worker() {
+        return;
+    }
+    if let Some(t) = e_as_threaded(engine()) {
+        t.shared.wait_idle();
+    }
 }
 
 pub fn engine_kind() -> &'static str {

@@ -220,6 +220,7 @@ impl Engine for ThreadedEngine {
             ctx: Context::cpu(0),
             inline: true,
             is_wait: true,
+            prof: None,
         });
         self.push_opr(opr);
         let (m, cv) = &*signal;

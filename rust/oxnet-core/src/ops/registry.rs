@@ -287,6 +287,7 @@ pub fn invoke(
 ) -> Result<Vec<NDArray>> {
     let is_train = crate::autograd::is_training();
     let def = call.def;
+    let _api = crate::profiler::ApiScope::new("MXImperativeInvoke", def.name);
     let n_in = def.n_inputs(&call);
     if inputs.len() != n_in {
         return Err(Error::Param(format!(
@@ -368,6 +369,7 @@ pub fn invoke(
     let outs = outputs.clone();
     let mut outputs = outputs;
     crate::autograd::record_op(&call, inputs, &mut outputs);
+    crate::profiler::note_inputs(&in_shapes);
     crate::engine::push(
         def.name,
         ctx,

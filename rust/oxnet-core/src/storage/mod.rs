@@ -141,7 +141,6 @@ impl Pool {
             Some(p) => {
                 self.hits.fetch_add(1, Ordering::Relaxed);
                 self.cached.fetch_sub(cap, Ordering::Relaxed);
-                crate::profiler::memory_counter(self);
                 NonNull::new(p as *mut u8).unwrap()
             }
             None => {
@@ -150,6 +149,7 @@ impl Pool {
             }
         };
         self.in_use.fetch_add(cap, Ordering::Relaxed);
+        crate::profiler::memory_counter(self);
         Ok(Storage { ptr, size, cap, ctx, pool: self })
     }
 
