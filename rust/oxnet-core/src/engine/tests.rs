@@ -89,3 +89,15 @@ fn reads_run_concurrently() {
     wait_for_var(&w1, false).unwrap();
     wait_for_var(&w2, false).unwrap();
 }
+
+#[test]
+fn wait_from_worker_is_an_error_not_a_deadlock() {
+    let _g = ERR_LOCK.lock();
+    let inner = Var::new();
+    let out = Var::new();
+    let v2 = inner.clone();
+    push_fn(vec![], vec![out.clone()], move || wait_for_var(&v2, false));
+    let e = wait_for_var(&out, false).unwrap_err();
+    assert!(e.message().contains("engine worker"), "{e}");
+    let _ = wait_for_all();
+}
