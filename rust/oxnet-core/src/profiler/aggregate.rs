@@ -185,13 +185,13 @@ fn render_table(t: &Table, by: SortBy, ascending: bool) -> String {
         };
         let _ = writeln!(
             s,
-            "{:<w$}{:>11}    {:>13}    {:>13}    {:>13}    {:>13}",
+            "{:<w$}{:>11}    {:>14}    {:>14}    {:>14}    {:>14}",
             "Name", "Total Count", cols[0], cols[1], cols[2], cols[3]
         );
         let dash = |c: &str| "-".repeat(c.chars().count());
         let _ = writeln!(
             s,
-            "{:<w$}{:>11}    {:>13}    {:>13}    {:>13}    {:>13}",
+            "{:<w$}{:>11}    {:>14}    {:>14}    {:>14}    {:>14}",
             "----",
             dash("Total Count"),
             dash(cols[0]),
@@ -203,7 +203,7 @@ fn render_table(t: &Table, by: SortBy, ascending: bool) -> String {
             let (tot, mn, mx, avg) = st.shown();
             let _ = writeln!(
                 s,
-                "{:<w$}{:>11}    {:>13.4}    {:>13.4}    {:>13.4}    {:>13.4}",
+                "{:<w$}{:>11}    {:>14.4}    {:>14.4}    {:>14.4}    {:>14.4}",
                 name, st.count, tot, mn, mx, avg
             );
         }

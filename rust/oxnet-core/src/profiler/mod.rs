@@ -401,8 +401,11 @@ thread_local! {
     static PENDING_SHAPES: RefCell<Option<Vec<Shape>>> = const { RefCell::new(None) };
 }
 
-fn with_local<R>(f: impl FnOnce(&ThreadBuf) -> R) -> R {
-    LOCAL.with(|l| {
+/// Run `f` on this thread's buffer (created on first use). Returns None
+/// while the thread's locals are being destroyed (a record made by a
+/// destructor at thread exit is dropped rather than aborting).
+fn with_local<R>(f: impl FnOnce(&ThreadBuf) -> R) -> Option<R> {
+    LOCAL.try_with(|l| {
         let mut l = l.borrow_mut();
         if l.is_none() {
             let mut all = buffers().lock();
@@ -421,17 +424,18 @@ fn with_local<R>(f: impl FnOnce(&ThreadBuf) -> R) -> R {
         }
         f(l.as_ref().unwrap())
     })
+    .ok()
 }
 
 /// Called once by each engine worker so its events get a stable thread id
 /// and name, in worker order.
 pub fn register_thread(_ctx: Context, _index: usize) {
-    with_local(|_| ());
+    let _ = with_local(|_| ());
 }
 
 /// Append a record to this thread's buffer.
 pub fn record(mut ev: Record) {
-    with_local(|b| {
+    let _ = with_local(|b| {
         ev.tid = b.tid;
         b.buf.lock().events.push(ev);
     });
