@@ -9,6 +9,7 @@ pub mod index;
 pub mod matrix;
 pub mod shape;
 pub mod random;
+pub mod nn;
 
 pub use attrs::Attrs;
 pub use registry::{call, invoke, lookup, OpCall, OpDef};

@@ -201,6 +201,7 @@ const FAMILIES: &[&[&OpDef]] = &[
     super::matrix::OPS,
     super::shape::OPS,
     super::random::OPS,
+    super::nn::OPS,
 ];
 
 struct Registry {

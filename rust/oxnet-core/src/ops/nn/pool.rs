@@ -1,0 +1,498 @@
+//! Pooling (max / avg / sum / lp; 1-D, 2-D, 3-D; channel-first or
+//! channel-last) and UpSampling (nearest).
+use super::{fill_shape, infer_float_same};
+use crate::base::{fmt_shape, Shape};
+use crate::error::{Error, Result};
+use crate::ndarray::Blob;
+use crate::ops::attrs::Attrs;
+use crate::ops::registry::{KernelCtx, OpDef, Params};
+use rayon::prelude::*;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PoolType {
+    Max,
+    Avg,
+    Sum,
+    Lp,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Convention {
+    Valid,
+    Full,
+    Same,
+}
+
+#[derive(Debug, Clone)]
+pub struct PoolParam {
+    pub kernel: Vec<usize>,
+    pub pool_type: PoolType,
+    pub global: bool,
+    pub conv: Convention,
+    pub stride: Vec<usize>,
+    pub pad: Vec<usize>,
+    pub p_value: f64,
+    pub count_include_pad: bool,
+    pub channel_last: bool,
+}
+
+fn parse_pool(a: &Attrs, op: &str) -> Result<Params> {
+    let p = a.p(op);
+    let global = p.bool("global_pool", false)?;
+    let kernel = p.ints("kernel")?.unwrap_or_default();
+    if kernel.is_empty() && !global {
+        return Err(Error::Param(format!("{op}: argument 'kernel' is required unless global_pool=True")));
+    }
+    if kernel.len() > 3 || kernel.iter().any(|&k| k < 1) {
+        return Err(Error::Param(format!("{op}: kernel {kernel:?} must have 1 to 3 positive entries")));
+    }
+    let nd = kernel.len();
+    let tup = |k: &str, def: i64, min: i64| -> Result<Vec<usize>> {
+        let v = p.ints(k)?.unwrap_or_default();
+        if v.is_empty() {
+            return Ok(vec![def as usize; nd]);
+        }
+        if (v.len() != nd && !global) || v.iter().any(|&x| x < min) {
+            return Err(Error::Param(format!("{op}: argument '{k}' {v:?} must have {nd} entries >= {min} like kernel {kernel:?}")));
+        }
+        Ok(v.into_iter().map(|x| x as usize).collect())
+    };
+    let pool_type = match p.str("pool_type", "max").as_str() {
+        "max" => PoolType::Max,
+        "avg" => PoolType::Avg,
+        "sum" => PoolType::Sum,
+        "lp" => PoolType::Lp,
+        t => return Err(Error::Param(format!("{op}: pool_type '{t}' is not one of max, avg, sum, lp"))),
+    };
+    let conv = match p.str("pooling_convention", "valid").as_str() {
+        "valid" => Convention::Valid,
+        "full" => Convention::Full,
+        "same" => Convention::Same,
+        t => return Err(Error::Param(format!("{op}: pooling_convention '{t}' is not one of valid, full, same"))),
+    };
+    let p_value = p.f64("p_value", 2.0)?;
+    if pool_type == PoolType::Lp && p_value <= 0.0 {
+        return Err(Error::Param(format!("{op}: p_value must be positive, got {p_value}")));
+    }
+    let _ = p.bool("cudnn_off", false)?;
+    let layout = p.opt_str("layout");
+    let channel_last = match layout.as_deref() {
+        None | Some("NCW") | Some("NCHW") | Some("NCDHW") => false,
+        Some("NWC") | Some("NHWC") | Some("NDHWC") => true,
+        Some(l) => return Err(Error::Param(format!("{op}: layout '{l}' is not supported"))),
+    };
+    if let Some(l) = &layout {
+        if !global && l.len() != nd + 2 {
+            return Err(Error::Param(format!("{op}: layout '{l}' does not fit a {nd}-D kernel {kernel:?}")));
+        }
+    }
+    Ok(Box::new(PoolParam {
+        kernel: kernel.iter().map(|&k| k as usize).collect(),
+        pool_type,
+        global,
+        conv,
+        stride: tup("stride", 1, 1)?,
+        pad: tup("pad", 0, 0)?,
+        p_value,
+        count_include_pad: p.bool("count_include_pad", true)?,
+        channel_last,
+    }))
+}
+
+/// Resolved geometry on channel-first data: (N*C planes) x 3-D spatial.
+#[derive(Debug, Clone, Copy)]
+struct PGeo {
+    planes: usize,
+    xs: [usize; 3],
+    ys: [usize; 3],
+    k: [usize; 3],
+    s: [usize; 3],
+    p: [usize; 3],
+}
+
+fn pool_geo(pp: &PoolParam, shape: &[usize], op: &str) -> Result<(PGeo, Vec<usize>)> {
+    if shape.len() < 3 || shape.len() > 5 {
+        return Err(Error::Shape(format!("{op}: data shape {} must have 3 to 5 dimensions", fmt_shape(shape))));
+    }
+    let nd = shape.len() - 2;
+    if !pp.global && pp.kernel.len() != nd {
+        return Err(Error::Shape(format!(
+            "{op}: kernel {} has {} dimensions but data shape {} has {nd} spatial dimensions",
+            fmt_shape(&pp.kernel),
+            pp.kernel.len(),
+            fmt_shape(shape)
+        )));
+    }
+    let cf = super::conv::to_cf_pub(shape, pp.channel_last);
+    let sp = &cf[2..];
+    let (k, s, pad): (Vec<usize>, Vec<usize>, Vec<usize>) =
+        if pp.global { (sp.to_vec(), vec![1; nd], vec![0; nd]) } else { (pp.kernel.clone(), pp.stride.clone(), pp.pad.clone()) };
+    let mut out = vec![0; nd];
+    let mut padv = pad.clone();
+    for i in 0..nd {
+        let xp = sp[i] + 2 * pad[i];
+        out[i] = if pp.global {
+            1
+        } else {
+            match pp.conv {
+                Convention::Same => {
+                    let o = sp[i].div_ceil(s[i]);
+                    let total = ((o.max(1) - 1) * s[i] + k[i]).saturating_sub(sp[i]);
+                    padv[i] = total / 2;
+                    o
+                }
+                _ => {
+                    if xp < k[i] {
+                        return Err(Error::Shape(format!(
+                            "{op}: kernel {} is larger than the padded data shape {} (pad {})",
+                            fmt_shape(&k),
+                            fmt_shape(shape),
+                            fmt_shape(&pad)
+                        )));
+                    }
+                    if pp.conv == Convention::Valid {
+                        (xp - k[i]) / s[i] + 1
+                    } else {
+                        (xp - k[i]).div_ceil(s[i]) + 1
+                    }
+                }
+            }
+        };
+    }
+    let p3 = |v: &[usize], f: usize| {
+        let mut r = [f; 3];
+        r[3 - v.len()..].copy_from_slice(v);
+        r
+    };
+    let mut ocf = vec![cf[0], cf[1]];
+    ocf.extend_from_slice(&out);
+    let g = PGeo { planes: cf[0] * cf[1], xs: p3(sp, 1), ys: p3(&out, 1), k: p3(&k, 1), s: p3(&s, 1), p: p3(&padv, 0) };
+    Ok((g, super::conv::from_cf_pub(&ocf, pp.channel_last)))
+}
+
+/// Window bounds along one axis, as MXNet computes them: (clipped start,
+/// clipped end, span counting padding for count_include_pad).
+#[inline]
+fn win(o: usize, k: usize, s: usize, p: usize, x: usize) -> (usize, usize, usize) {
+    let start = (o * s) as isize - p as isize;
+    let end_p = (start + k as isize).min((x + p) as isize).max(start);
+    let span = (end_p - start) as usize;
+    let a = start.max(0) as usize;
+    let b = end_p.min(x as isize).max(a as isize) as usize;
+    (a, b, span)
+}
+
+/// Call f(out_index, list of input offsets in the window, divisor) per output.
+fn for_windows(g: &PGeo, pp: &PoolParam, plane: usize, mut f: impl FnMut(usize, &mut dyn Iterator<Item = usize>, f64)) {
+    let [xd, xh, xw] = g.xs;
+    let [yd, yh, yw] = g.ys;
+    let base = plane * xd * xh * xw;
+    let mut oi = plane * yd * yh * yw;
+    for a in 0..yd {
+        let (d0, d1, ds) = win(a, g.k[0], g.s[0], g.p[0], xd);
+        for b in 0..yh {
+            let (h0, h1, hs) = win(b, g.k[1], g.s[1], g.p[1], xh);
+            for c in 0..yw {
+                let (w0, w1, ws) = win(c, g.k[2], g.s[2], g.p[2], xw);
+                let div = if pp.count_include_pad { (ds * hs * ws) as f64 } else { ((d1 - d0) * (h1 - h0) * (w1 - w0)) as f64 };
+                let mut it = (d0..d1).flat_map(move |i| (h0..h1).flat_map(move |j| (w0..w1).map(move |k| base + (i * xh + j) * xw + k)));
+                f(oi, &mut it, div);
+                oi += 1;
+            }
+        }
+    }
+}
+
+fn pool_fwd(g: &PGeo, pp: &PoolParam, x: &[f64]) -> Vec<f64> {
+    let ysz = g.ys.iter().product::<usize>();
+    let mut y = vec![0f64; g.planes * ysz];
+    y.par_chunks_mut(ysz.max(1)).enumerate().for_each(|(pl, yp)| {
+        let off = pl * ysz;
+        for_windows(g, pp, pl, |oi, it, div| {
+            let v = match pp.pool_type {
+                PoolType::Max => it.map(|i| x[i]).fold(f64::NEG_INFINITY, f64::max),
+                PoolType::Sum => it.map(|i| x[i]).sum(),
+                PoolType::Avg => {
+                    let s: f64 = it.map(|i| x[i]).sum();
+                    if div > 0.0 {
+                        s / div
+                    } else {
+                        0.0
+                    }
+                }
+                PoolType::Lp => {
+                    let s: f64 = it.map(|i| x[i].powf(pp.p_value)).sum();
+                    s.powf(1.0 / pp.p_value)
+                }
+            };
+            yp[oi - off] = v;
+        });
+    });
+    y
+}
+
+fn pool_bwd(g: &PGeo, pp: &PoolParam, dy: &[f64], x: &[f64], y: &[f64]) -> Vec<f64> {
+    let xsz = g.xs.iter().product::<usize>();
+    let mut dx = vec![0f64; g.planes * xsz];
+    dx.par_chunks_mut(xsz.max(1)).enumerate().for_each(|(pl, dp)| {
+        let off = pl * xsz;
+        for_windows(g, pp, pl, |oi, it, div| {
+            let gv = dy[oi];
+            match pp.pool_type {
+                PoolType::Max => {
+                    // The first maximum takes the gradient.
+                    let mut best: Option<(usize, f64)> = None;
+                    for i in it {
+                        if best.map(|(_, v)| x[i] > v).unwrap_or(true) {
+                            best = Some((i, x[i]));
+                        }
+                    }
+                    if let Some((i, _)) = best {
+                        dp[i - off] += gv;
+                    }
+                }
+                PoolType::Sum => it.for_each(|i| dp[i - off] += gv),
+                PoolType::Avg => {
+                    if div > 0.0 {
+                        it.for_each(|i| dp[i - off] += gv / div)
+                    }
+                }
+                PoolType::Lp => {
+                    let p = pp.p_value;
+                    let yv = y[oi];
+                    it.for_each(|i| {
+                        let d = if yv == 0.0 { 0.0 } else { (x[i] / yv).powf(p - 1.0) };
+                        dp[i - off] += gv * d;
+                    });
+                }
+            }
+        });
+    });
+    dx
+}
+
+/// Channel-first f64 copy of a blob's data (N, C, spatial...).
+fn cf_f64(b: &Blob, last: bool) -> Vec<f64> {
+    let v = super::to_f64_vec(b);
+    if !last {
+        return v;
+    }
+    let s = &b.shape;
+    let (n, c) = (s[0], s[s.len() - 1]);
+    let sp = if n * c == 0 { 0 } else { v.len() / (n * c) };
+    super::conv::relayout_pub(&v, n, c, sp, false)
+}
+
+fn store_cf(b: &Blob, v: Vec<f64>, last: bool) {
+    if !last {
+        return super::write_f64(b, &v);
+    }
+    let s = &b.shape;
+    let (n, c) = (s[0], s[s.len() - 1]);
+    let sp = if n * c == 0 { 0 } else { v.len() / (n * c) };
+    super::write_f64(b, &super::conv::relayout_pub(&v, n, c, sp, true));
+}
+
+pub static POOLING: OpDef = OpDef {
+    name: "Pooling",
+    doc: "Pooling over 1-D/2-D/3-D windows: max, avg (count_include_pad), sum, lp (p_value); global_pool; \
+          pooling_convention valid (floor), full (ceil) or same (ceil(x/stride), symmetric padding).",
+    parse: |a| parse_pool(a, "Pooling"),
+    infer_shape: |c, ins, outs| {
+        if let Some(d) = &ins[0] {
+            outs[0] = Some(pool_geo(c.p::<PoolParam>(), d, "Pooling")?.1);
+        }
+        Ok(())
+    },
+    infer_type: infer_float_same,
+    cpu: Some(|c, i, o, _| {
+        let pp = c.p::<PoolParam>();
+        let (g, _) = pool_geo(pp, &i[0].shape, "Pooling")?;
+        let x = cf_f64(&i[0], pp.channel_last);
+        store_cf(&o[0], pool_fwd(&g, pp, &x), pp.channel_last);
+        Ok(())
+    }),
+    grad: Some(|c, b, x, y, g| super::backward_op(c, b, "_backward_Pooling", &[g[0], x[0], y[0]], &[true])),
+    ..OpDef::BASE
+};
+
+pub static BACKWARD_POOLING: OpDef = OpDef {
+    name: "_backward_Pooling",
+    doc: "Internal: gradient of Pooling. Inputs: output gradient, data, output.",
+    inputs: &["ograd", "data", "output"],
+    parse: |a| parse_pool(a, "_backward_Pooling"),
+    infer_shape: |c, ins, outs| {
+        if let Some(d) = ins[1].clone() {
+            let o = pool_geo(c.p::<PoolParam>(), &d, "_backward_Pooling")?.1;
+            fill_shape("_backward_Pooling", "output gradient", &mut ins[0], o.clone(), "")?;
+            fill_shape("_backward_Pooling", "output", &mut ins[2], o, "")?;
+            outs[0] = Some(d);
+        }
+        Ok(())
+    },
+    infer_type: infer_float_same,
+    cpu: Some(|c, i, o, _: &KernelCtx| {
+        let pp = c.p::<PoolParam>();
+        let (g, _) = pool_geo(pp, &i[1].shape, "_backward_Pooling")?;
+        let (dy, x, y) = (cf_f64(&i[0], pp.channel_last), cf_f64(&i[1], pp.channel_last), cf_f64(&i[2], pp.channel_last));
+        store_cf(&o[0], pool_bwd(&g, pp, &dy, &x, &y), pp.channel_last);
+        Ok(())
+    }),
+    ..OpDef::BASE
+};
+
+// ---------------------------------------------------------------------------
+// UpSampling
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Clone)]
+pub struct UpParam {
+    pub scale: usize,
+}
+
+fn parse_up(a: &Attrs, op: &str) -> Result<Params> {
+    let p = a.p(op);
+    let scale = p.i64_req("scale")?;
+    if scale < 1 {
+        return Err(Error::Param(format!("{op}: scale must be >= 1, got {scale}")));
+    }
+    let st = p.opt_str("sample_type").ok_or_else(|| Error::Param(format!("{op}: required argument 'sample_type' is missing")))?;
+    if st != "nearest" {
+        return Err(Error::Param(format!("{op}: sample_type='{st}' is not supported (only 'nearest')")));
+    }
+    let n = p.i64("num_args", 1)?;
+    if n != 1 {
+        return Err(Error::Param(format!("{op}: num_args={n} is not supported (only one input)")));
+    }
+    let mode = p.str("multi_input_mode", "concat");
+    if mode != "concat" && mode != "sum" {
+        return Err(Error::Param(format!("{op}: multi_input_mode must be concat or sum, got '{mode}'")));
+    }
+    let _ = p.i64("num_filter", 0)?;
+    let _ = p.i64("workspace", 512)?;
+    Ok(Box::new(UpParam { scale: scale as usize }))
+}
+
+fn up_shape(s: &[usize], k: usize) -> Result<Vec<usize>> {
+    if s.len() != 4 {
+        return Err(Error::Shape(format!("UpSampling: data shape {} must be 4-D (N, C, H, W)", fmt_shape(s))));
+    }
+    Ok(vec![s[0], s[1], s[2] * k, s[3] * k])
+}
+
+pub static UPSAMPLING: OpDef = OpDef {
+    name: "UpSampling",
+    doc: "Nearest-neighbour up-sampling of (N, C, H, W) data by an integer scale.",
+    inputs: &["data"],
+    parse: |a| parse_up(a, "UpSampling"),
+    infer_shape: |c, ins, outs| {
+        if let Some(d) = &ins[0] {
+            outs[0] = Some(up_shape(d, c.p::<UpParam>().scale)?);
+        }
+        Ok(())
+    },
+    infer_type: infer_float_same,
+    cpu: Some(|c, i, o, _| {
+        let k = c.p::<UpParam>().scale;
+        let s = &i[0].shape;
+        let (h, w) = (s[2], s[3]);
+        crate::dispatch_dtype!(i[0].dtype, T => {
+            let x = i[0].data::<T>();
+            let y = o[0].data_mut::<T>();
+            y.par_chunks_mut((h * k * w * k).max(1)).enumerate().for_each(|(pl, yp)| {
+                let xp = &x[pl * h * w..(pl + 1) * h * w];
+                for (r, row) in yp.chunks_mut(w * k).enumerate() {
+                    let src = &xp[(r / k) * w..][..w];
+                    for (j, v) in row.iter_mut().enumerate() {
+                        *v = src[j / k];
+                    }
+                }
+            });
+        });
+        Ok(())
+    }),
+    grad: Some(|c, b, _, _, g| super::backward_op(c, b, "_backward_UpSampling", &[g[0]], &[true])),
+    ..OpDef::BASE
+};
+
+pub static BACKWARD_UPSAMPLING: OpDef = OpDef {
+    name: "_backward_UpSampling",
+    doc: "Internal: gradient of nearest UpSampling (sums each scale x scale block).",
+    inputs: &["ograd"],
+    parse: |a| parse_up(a, "_backward_UpSampling"),
+    infer_shape: |c, ins, outs| {
+        let k = c.p::<UpParam>().scale;
+        if let Some(d) = &ins[0] {
+            if d.len() != 4 || d[2] % k != 0 || d[3] % k != 0 {
+                return Err(Error::Shape(format!("_backward_UpSampling: gradient shape {} is not 4-D with H and W multiples of {k}", fmt_shape(d))));
+            }
+            outs[0] = Some(vec![d[0], d[1], d[2] / k, d[3] / k]);
+        }
+        Ok(())
+    },
+    infer_type: infer_float_same,
+    cpu: Some(|c, i, o, _| {
+        let k = c.p::<UpParam>().scale;
+        let s: Shape = o[0].shape.clone();
+        let (h, w) = (s[2], s[3]);
+        let g = super::to_f64_vec(&i[0]);
+        let mut dx = vec![0f64; o[0].size()];
+        dx.par_chunks_mut((h * w).max(1)).enumerate().for_each(|(pl, dp)| {
+            let gp = &g[pl * h * w * k * k..];
+            for r in 0..h * k {
+                for j in 0..w * k {
+                    dp[(r / k) * w + j / k] += gp[r * w * k + j];
+                }
+            }
+        });
+        super::write_f64(&o[0], &dx);
+        Ok(())
+    }),
+    ..OpDef::BASE
+};
+
+#[cfg(test)]
+mod tests {
+    use crate::ops::matrix::testutil::*;
+    use crate::ops::registry::call;
+
+    #[test]
+    fn pooling_values_and_grads() {
+        let x = vals(2 * 2 * 5 * 5, 1);
+        // 2x2 max, stride 2, valid -> (2, 2, 2, 2)
+        let y = call("Pooling", &[("kernel", "(2, 2)"), ("stride", "(2, 2)")], &[arr(&x, &[2, 2, 5, 5])]).unwrap();
+        assert_eq!(y[0].shape, vec![2, 2, 2, 2]);
+        let got = y[0].to_vec::<f64>().unwrap();
+        let want = [x[0], x[1], x[5], x[6]].iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        assert_eq!(got[0], want);
+        let y = call("Pooling", &[("kernel", "(2, 2)"), ("stride", "(2, 2)"), ("pooling_convention", "full")], &[arr(&x, &[2, 2, 5, 5])]).unwrap();
+        assert_eq!(y[0].shape, vec![2, 2, 3, 3]);
+        let y = call("Pooling", &[("kernel", "(3, 3)"), ("global_pool", "True"), ("pool_type", "avg")], &[arr(&x, &[2, 2, 5, 5])]).unwrap();
+        assert_eq!(y[0].shape, vec![2, 2, 1, 1]);
+        assert!((y[0].to_vec::<f64>().unwrap()[0] - x[..25].iter().sum::<f64>() / 25.0).abs() < 1e-12);
+        for pt in ["max", "avg", "sum"] {
+            for (k, s, p, conv, cip) in [("(2, 2)", "(1, 1)", "(0, 0)", "valid", "True"), ("(3, 2)", "(2, 1)", "(1, 1)", "full", "False"), ("(3, 3)", "(2, 2)", "(1, 1)", "valid", "True")] {
+                let at = [("kernel", k), ("stride", s), ("pad", p), ("pool_type", pt), ("pooling_convention", conv), ("count_include_pad", cip)];
+                check_grad("Pooling", &at, &[(x.clone(), vec![2, 2, 5, 5])], &[0]);
+            }
+        }
+        let pos: Vec<f64> = x.iter().map(|v| v.abs() + 0.5).collect();
+        check_grad("Pooling", &[("kernel", "(2, 2)"), ("pool_type", "lp"), ("p_value", "3")], &[(pos.clone(), vec![2, 2, 5, 5])], &[0]);
+        check_grad("Pooling", &[("kernel", "(3,)"), ("pool_type", "avg"), ("stride", "(2,)")], &[(x[..20].to_vec(), vec![2, 2, 5])], &[0]);
+        check_grad("Pooling", &[("kernel", "(2, 2, 2)"), ("pool_type", "max")], &[(x[..72].to_vec(), vec![1, 2, 3, 4, 3])], &[0]);
+    }
+
+    #[test]
+    fn upsampling() {
+        let x = vals(8, 1);
+        let y = call("UpSampling", &[("scale", "2"), ("sample_type", "nearest")], &[arr(&x, &[1, 2, 2, 2])]).unwrap();
+        assert_eq!(y[0].shape, vec![1, 2, 4, 4]);
+        let v = y[0].to_vec::<f64>().unwrap();
+        assert_eq!(v[0], x[0]);
+        assert_eq!(v[5], x[0]);
+        assert_eq!(v[2], x[1]);
+        check_grad("UpSampling", &[("scale", "3"), ("sample_type", "nearest")], &[(x, vec![1, 2, 2, 2])], &[0]);
+        let e = call("UpSampling", &[("scale", "2"), ("sample_type", "bilinear")], &[arr(&[1.0], &[1, 1, 1, 1])]).err().unwrap();
+        assert!(e.message().contains("sample_type='bilinear' is not supported"));
+    }
+}
