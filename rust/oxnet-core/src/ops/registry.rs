@@ -201,6 +201,10 @@ const FAMILIES: &[&[&OpDef]] = &[
     super::matrix::OPS,
     super::shape::OPS,
     super::random::OPS,
+    super::norm::OPS,
+    super::loss::OPS,
+    super::sequence::OPS,
+    super::optim::OPS,
 ];
 
 struct Registry {
