@@ -251,7 +251,7 @@ pub struct RegParam {
     grad_scale: f64,
 }
 
-fn reg_name(k: Reg) -> &'static str {
+const fn reg_name(k: Reg) -> &'static str {
     match k {
         Reg::Linear => "LinearRegressionOutput",
         Reg::Logistic => "LogisticRegressionOutput",
