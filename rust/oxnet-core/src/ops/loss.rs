@@ -602,3 +602,41 @@ pub static OPS: &[&OpDef] = &[
     &SOFTMAX_CE_GRAD,
     &SMOOTH_L1,
 ];
+
+#[cfg(test)]
+mod tests {
+    use crate::ops::matrix::testutil::{arr, check_grad, vals};
+    use crate::ops::registry::call;
+
+    #[test]
+    fn softmax_output_forward_and_head_gradient() {
+        let x = arr(&[0., 0., 0., 1., 1., 1.], &[2, 3]);
+        let l = arr(&[2., 0.], &[2]);
+        let y = call("SoftmaxOutput", &[], &[x.clone(), l.clone()]).unwrap().remove(0);
+        assert!(y.to_vec::<f64>().unwrap().iter().all(|p| (p - 1.0 / 3.0).abs() < 1e-12));
+        let g = call("_softmax_output_grad", &[("grad_scale", "3")], &[y.clone(), l, y]).unwrap().remove(0);
+        let third = 1.0 / 3.0;
+        let want = [third, third, third - 1.0, third - 1.0, third, third].map(|v| v * 3.0);
+        for (a, b) in g.to_vec::<f64>().unwrap().iter().zip(want) {
+            assert!((a - b).abs() < 1e-12);
+        }
+        let e = call("SoftmaxOutput", &[], &[x, arr(&[1., 2., 3.], &[3])]).err().unwrap().message();
+        assert!(e.contains("SoftmaxOutput: label shape (3,)"), "{e}");
+    }
+
+    #[test]
+    fn regression_gradient_scales_by_outputs_per_sample() {
+        let y = arr(&[1., 2., 3., 4.], &[2, 2]);
+        let l = arr(&[0., 0., 0., 0.], &[2, 2]);
+        let g = call("_regression_output_grad", &[("kind", "linear"), ("grad_scale", "2")], &[y, l]).unwrap().remove(0);
+        assert_eq!(g.to_vec::<f64>().unwrap(), vec![1., 2., 3., 4.]);
+    }
+
+    #[test]
+    fn differentiable_losses() {
+        let d = vals(8, 9);
+        check_grad("softmax_cross_entropy", &[], &[(d.clone(), vec![2, 4]), (vec![1., 3.], vec![2])], &[0]);
+        let z: Vec<f64> = d.iter().map(|v| v * 3.0).collect();
+        check_grad("smooth_l1", &[("scalar", "1.5")], &[(z, vec![8])], &[0]);
+    }
+}

@@ -18,7 +18,6 @@ use crate::base::{fmt_shape, shape::norm_axis, DType, Shape};
 use crate::error::{Error, Result};
 use crate::ndarray::Blob;
 use crate::random::with_rng;
-use half::f16;
 use rayon::prelude::*;
 
 type B<'a> = &'a mut dyn GradBuilder;
@@ -1181,9 +1180,6 @@ pub static DROPOUT_GRAD: OpDef = OpDef {
     ..OpDef::BASE
 };
 
-#[allow(dead_code)]
-fn _f16_is_elem(_: f16) {}
-
 pub static OPS: &[&OpDef] = &[
     &BATCH_NORM,
     &BATCH_NORM_GRAD,
@@ -1198,3 +1194,87 @@ pub static OPS: &[&OpDef] = &[
     &DROPOUT,
     &DROPOUT_GRAD,
 ];
+
+#[cfg(test)]
+mod tests {
+    use crate::ops::matrix::testutil::{arr, check_grad, vals};
+    use crate::ops::registry::call;
+
+    fn v(o: &crate::NDArray) -> Vec<f64> {
+        o.to_vec::<f64>().unwrap()
+    }
+
+    #[test]
+    fn batch_norm_inference_and_training() {
+        // data (2, 2, 2): channel 0 = [1, 2, 5, 6], channel 1 = [3, 4, 7, 8]
+        let x = arr(&[1., 2., 3., 4., 5., 6., 7., 8.], &[2, 2, 2]);
+        let (g, b) = (arr(&[2., 1.], &[2]), arr(&[0., 1.], &[2]));
+        let (mm, mv) = (arr(&[1., 0.], &[2]), arr(&[4., 1.], &[2]));
+        let attrs = [("fix_gamma", "False"), ("eps", "0.0001")];
+        let y = call("BatchNorm", &attrs, &[x.clone(), g.clone(), b.clone(), mm.clone(), mv.clone()]).unwrap();
+        let want0 = (1.0 - 1.0) / (4.0f64 + 1e-4).sqrt() * 2.0;
+        assert!((v(&y[0])[0] - want0).abs() < 1e-12);
+        assert_eq!(v(&mm), vec![1., 0.]);
+        let prev = crate::autograd::set_training(true);
+        let _ = call("BatchNorm", &[("momentum", "0.5")], &[x, g, b, mm.clone(), mv.clone()]).unwrap();
+        crate::autograd::set_training(prev);
+        // batch mean of channel 0 = 3.5, var = 4.25; channel 1: 5.5, 4.25
+        assert_eq!(v(&mm), vec![0.5 * 1.0 + 0.5 * 3.5, 0.5 * 5.5]);
+        assert_eq!(v(&mv), vec![0.5 * 4.0 + 0.5 * 4.25, 0.5 * 1.0 + 0.5 * 4.25]);
+    }
+
+    #[test]
+    fn batch_norm_errors_name_arguments() {
+        let x = arr(&vals(6, 1), &[2, 3]);
+        let bad = arr(&[1., 1.], &[2]);
+        let one = arr(&[1., 1., 1.], &[3]);
+        let e = call("BatchNorm", &[], &[x, bad, one.clone(), one.clone(), one]).err().unwrap().message();
+        assert!(e.contains("BatchNorm") && e.contains("gamma") && e.contains("(2,)") && e.contains("(3,)"), "{e}");
+    }
+
+    #[test]
+    fn layer_instance_group_norm_values() {
+        let x = arr(&[1., 3., 2., 6.], &[2, 2]);
+        let y = call("LayerNorm", &[("eps", "0")], &[x, arr(&[1., 1.], &[2]), arr(&[0., 0.], &[2])]).unwrap();
+        for (a, b) in v(&y[0]).iter().zip([-1., 1., -1., 1.]) {
+            assert!((a - b).abs() < 1e-12);
+        }
+        // GroupNorm with one group per channel equals InstanceNorm
+        let d = vals(2 * 4 * 3, 7);
+        let x = arr(&d, &[2, 4, 3]);
+        let (g, b) = (arr(&[1., 2., 3., 4.], &[4]), arr(&[0., 1., 0., 1.], &[4]));
+        let a = call("InstanceNorm", &[("eps", "0.001")], &[x.clone(), g.clone(), b.clone()]).unwrap();
+        let c = call("GroupNorm", &[("num_groups", "4"), ("eps", "0.001")], &[x, g, b]).unwrap();
+        for (p, q) in v(&a[0]).iter().zip(v(&c[0])) {
+            assert!((p - q).abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn norm_gradients() {
+        let d = vals(12, 3);
+        check_grad("LayerNorm", &[], &[(d.clone(), vec![2, 3, 2]), (vec![1.5, 0.5], vec![2]), (vec![0.1, -0.2], vec![2])], &[0, 1, 2]);
+        check_grad("LayerNorm", &[("axis", "1")], &[(d.clone(), vec![2, 3, 2]), (vec![1.5, 0.5, 1.], vec![3]), (vec![0.1, -0.2, 0.], vec![3])], &[0, 1, 2]);
+        check_grad("InstanceNorm", &[], &[(d.clone(), vec![2, 2, 3]), (vec![1.5, 0.5], vec![2]), (vec![0.1, -0.2], vec![2])], &[0, 1, 2]);
+        check_grad("GroupNorm", &[("num_groups", "2")], &[(d.clone(), vec![1, 4, 3]), (vec![1.5, 0.5], vec![2]), (vec![0.1, -0.2], vec![2])], &[0, 1, 2]);
+        for mode in ["instance", "channel", "spatial"] {
+            check_grad("L2Normalization", &[("mode", mode)], &[(d.clone(), vec![2, 3, 2])], &[0]);
+        }
+        check_grad("LRN", &[("nsize", "3"), ("alpha", "0.5")], &[(d.clone(), vec![1, 4, 3])], &[0]);
+        let stats = (vec![0.1, -0.3], vec![2]);
+        let var = (vec![0.5, 1.5], vec![2]);
+        check_grad("BatchNorm", &[("fix_gamma", "False")], &[(d, vec![3, 2, 2]), (vec![1.5, 0.5], vec![2]), (vec![0.1, -0.2], vec![2]), stats, var], &[0, 1, 2]);
+    }
+
+    #[test]
+    fn dropout_modes() {
+        let x = arr(&vec![1.0; 1000], &[10, 100]);
+        assert_eq!(v(&call("Dropout", &[], &[x.clone()]).unwrap()[0]), vec![1.0; 1000]);
+        let y = v(&call("Dropout", &[("p", "0.25"), ("mode", "always")], &[x]).unwrap()[0]);
+        let kept = y.iter().filter(|&&a| a != 0.0).count();
+        assert!((650..850).contains(&kept), "{kept}");
+        assert!(y.iter().all(|&a| a == 0.0 || (a - 1.0 / 0.75).abs() < 1e-12));
+        let e = call("Dropout", &[("p", "1.5")], &[arr(&[1.], &[1])]).err().unwrap().message();
+        assert!(e.contains("Dropout") && e.contains("p must be in [0, 1]"), "{e}");
+    }
+}

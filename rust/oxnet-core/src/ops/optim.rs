@@ -283,3 +283,41 @@ pub static OPS: &[&OpDef] = &[
     &SGD, &SGD_MOM, &MP_SGD, &MP_SGD_MOM, &NAG_MOM, &ADAM, &RMSPROP, &RMSPROP_ALEX, &FTRL, &SIGNSGD, &SIGNUM,
     &ADAGRAD,
 ];
+
+#[cfg(test)]
+mod tests {
+    use crate::ops::matrix::testutil::arr;
+    use crate::ops::registry::call_into;
+
+    #[test]
+    fn sgd_mom_in_place_over_steps() {
+        let w = arr(&[1.0, -2.0], &[2]);
+        let mom = arr(&[0.0, 0.0], &[2]);
+        let (mut rw, mut rm) = ([1.0f64, -2.0], [0.0f64, 0.0]);
+        for step in 0..3 {
+            let g = [0.5 + step as f64, -1.5];
+            let attrs = [("lr", "0.1"), ("momentum", "0.9"), ("wd", "0.01"), ("clip_gradient", "1.0")];
+            call_into("sgd_mom_update", &attrs, &[w.clone(), arr(&g, &[2]), mom.clone()], &[w.clone()]).unwrap();
+            for k in 0..2 {
+                rm[k] = 0.9 * rm[k] - 0.1 * 0.01 * rw[k] - 0.1 * g[k].clamp(-1.0, 1.0);
+                rw[k] += rm[k];
+            }
+        }
+        let (gw, gm) = (w.to_vec::<f64>().unwrap(), mom.to_vec::<f64>().unwrap());
+        for k in 0..2 {
+            assert!((gw[k] - rw[k]).abs() < 1e-12 && (gm[k] - rm[k]).abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn adam_one_step_and_errors() {
+        let w = arr(&[1.0], &[1]);
+        let (m, v) = (arr(&[0.0], &[1]), arr(&[0.0], &[1]));
+        call_into("adam_update", &[("lr", "0.01")], &[w.clone(), arr(&[2.0], &[1]), m.clone(), v.clone()], &[w.clone()]).unwrap();
+        let (mm, vv) = (0.1 * 2.0, 0.001 * 4.0f64);
+        let want = 1.0 - 0.01 * mm / (vv.sqrt() + 1e-8);
+        assert!((w.to_vec::<f64>().unwrap()[0] - want).abs() < 1e-12);
+        let e = call_into("sgd_update", &[], &[w.clone(), w.clone()], &[w.clone()]).err().unwrap().message();
+        assert!(e.contains("sgd_update") && e.contains("'lr'"), "{e}");
+    }
+}

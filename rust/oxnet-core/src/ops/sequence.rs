@@ -5,14 +5,12 @@
 //! the operator takes only `data`.
 use super::attrs::Attrs;
 use super::elemwise::fmt_f64;
-use super::registry::{Entry, GradBuilder, OpCall, OpDef, Params};
+use super::registry::{Entry, OpCall, OpDef, Params};
 use crate::base::dtype::Elem;
 use crate::base::{fmt_shape, DType, Shape};
 use crate::dispatch_dtype;
 use crate::error::{Error, Result};
 use crate::ndarray::Blob;
-
-type B<'a> = &'a mut dyn GradBuilder;
 
 pub struct SeqParam {
     use_len: bool,
@@ -295,7 +293,36 @@ pub static SEQUENCE_REVERSE: OpDef = OpDef {
     ..OpDef::BASE
 };
 
-#[allow(dead_code)]
-fn _builder(_: B) {}
-
 pub static OPS: &[&OpDef] = &[&SEQUENCE_MASK, &SEQUENCE_LAST, &SEQUENCE_LAST_GRAD, &SEQUENCE_REVERSE];
+
+#[cfg(test)]
+mod tests {
+    use crate::ops::matrix::testutil::{arr, check_grad, vals};
+    use crate::ops::registry::call;
+
+    #[test]
+    fn mask_last_reverse() {
+        // (T=3, B=2)
+        let x = arr(&[1., 2., 3., 4., 5., 6.], &[3, 2]);
+        let l = arr(&[1., 3.], &[2]);
+        let on = [("use_sequence_length", "True"), ("value", "-1")];
+        let m = call("SequenceMask", &on, &[x.clone(), l.clone()]).unwrap().remove(0);
+        assert_eq!(m.to_vec::<f64>().unwrap(), vec![1., 2., -1., 4., -1., 6.]);
+        let last = call("SequenceLast", &on[..1], &[x.clone(), l.clone()]).unwrap().remove(0);
+        assert_eq!(last.to_vec::<f64>().unwrap(), vec![1., 6.]);
+        let r = call("SequenceReverse", &on[..1], &[x.clone(), l.clone()]).unwrap().remove(0);
+        assert_eq!(r.to_vec::<f64>().unwrap(), vec![1., 6., 3., 4., 5., 2.]);
+        let e = call("SequenceReverse", &[("axis", "1")], &[x]).err().unwrap().message();
+        assert!(e.contains("SequenceReverse") && e.contains("axis"), "{e}");
+    }
+
+    #[test]
+    fn gradients() {
+        let d = vals(12, 5);
+        let l = (vec![2., 1.], vec![2]);
+        for op in ["SequenceMask", "SequenceLast", "SequenceReverse"] {
+            check_grad(op, &[("use_sequence_length", "True")], &[(d.clone(), vec![3, 2, 2]), l.clone()], &[0]);
+        }
+        check_grad("SequenceLast", &[("use_sequence_length", "True"), ("axis", "1")], &[(d, vec![2, 3, 2]), l], &[0]);
+    }
+}
