@@ -36,12 +36,15 @@ def _make(name):
                 f"{op.name}: pass parameters by keyword (got {len(rest)} positional non-array argument(s))"
             )
         if not variadic:
+            # Inputs may also come by keyword; optional ones (a bias with
+            # no_bias=True) may be left out or passed as None.
             for nm in input_names[len(inputs):]:
                 if nm in kwargs:
-                    inputs.append(kwargs.pop(nm))
-        if variadic:
-            key = "num_outputs" if False else ("num_args")
-            kwargs.setdefault(key, len(inputs))
+                    v = kwargs.pop(nm)
+                    if v is not None:
+                        inputs.append(v)
+        else:
+            kwargs.setdefault("num_args", len(inputs))
         return imperative_invoke(op, inputs, kwargs, out=out, ctx=ctx)
 
     fn.__name__ = name

@@ -31,7 +31,7 @@ impl Op {
     }
     #[getter]
     fn variadic(&self) -> bool {
-        self.def.num_inputs.is_some()
+        self.def.is_variadic()
     }
     #[getter]
     fn has_grad(&self) -> bool {

@@ -10,6 +10,10 @@ pub mod matrix;
 pub mod shape;
 pub mod random;
 pub mod nn;
+pub mod norm;
+pub mod loss;
+pub mod sequence;
+pub mod optim;
 
 pub use attrs::Attrs;
 pub use registry::{call, invoke, lookup, OpCall, OpDef};

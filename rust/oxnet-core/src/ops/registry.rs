@@ -95,14 +95,27 @@ impl OpDef {
             None => self.inputs.len(),
         }
     }
+    /// Variadic operators (Concat, add_n, ...) name one prefix in `inputs`;
+    /// operators with optional inputs (FullyConnected's bias) list them all
+    /// and `num_inputs` says how many of the first ones a call takes.
+    pub fn is_variadic(&self) -> bool {
+        self.num_inputs.is_some() && self.inputs.len() <= 1
+    }
     pub fn input_names(&self, call: &OpCall) -> Vec<String> {
-        match self.num_inputs {
-            Some(f) => {
-                let prefix = self.inputs.first().copied().unwrap_or("arg");
-                (0..f(call)).map(|i| format!("{prefix}{i}")).collect()
-            }
-            None => self.inputs.iter().map(|s| s.to_string()).collect(),
+        let n = self.n_inputs(call);
+        let names = self.inputs;
+        if self.is_variadic() {
+            let prefix = names.first().copied().unwrap_or("arg");
+            return (0..n).map(|i| format!("{prefix}{i}")).collect();
         }
+        if n <= names.len() {
+            return names[..n].iter().map(|s| s.to_string()).collect();
+        }
+        // A fixed head followed by a repeated last input (`_split_like`).
+        let (head, last) = names.split_at(names.len() - 1);
+        let mut v: Vec<String> = head.iter().map(|s| s.to_string()).collect();
+        v.extend((0..n - head.len()).map(|i| format!("{}{i}", last[0])));
+        v
     }
 }
 
@@ -202,6 +215,10 @@ const FAMILIES: &[&[&OpDef]] = &[
     super::shape::OPS,
     super::random::OPS,
     super::nn::OPS,
+    super::norm::OPS,
+    super::loss::OPS,
+    super::sequence::OPS,
+    super::optim::OPS,
 ];
 
 struct Registry {

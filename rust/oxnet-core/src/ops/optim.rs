@@ -1,0 +1,323 @@
+//! Single-call optimizer updates (MXNet 1.9.1 formulas). The new weight is
+//! the output (use `out=weight` to update in place); optimizer states
+//! (momentum, mean/var, ...) are inputs written in place (`OpDef.mutates`).
+//! Every update takes rescale_grad, clip_gradient (< 0: off), wd and
+//! lazy_update (dense arrays: lazy updates are ordinary updates). The
+//! updates are not differentiable: their gradient is None.
+use super::attrs::Attrs;
+use super::kernels::PAR_GRAIN;
+use super::registry::{infer_shape_same, OpCall, OpDef, Params};
+use crate::base::DType;
+use crate::error::{Error, Result};
+use crate::ndarray::Blob;
+use half::f16;
+use rayon::prelude::*;
+
+pub struct OptParam {
+    lr: f64,
+    wd: f64,
+    rescale: f64,
+    clip: f64,
+    momentum: f64,
+    beta1: f64,
+    beta2: f64,
+    epsilon: f64,
+    gamma1: f64,
+    gamma2: f64,
+    clip_weights: f64,
+    lamda1: f64,
+    beta: f64,
+    wd_lh: f64,
+}
+
+fn parse_opt(a: &Attrs, op: &str, eps_default: f64) -> Result<OptParam> {
+    let p = a.p(op);
+    let _lazy = p.bool("lazy_update", true)?;
+    Ok(OptParam {
+        lr: p.f64_req("lr")?,
+        wd: p.f64("wd", 0.0)?,
+        rescale: p.f64("rescale_grad", 1.0)?,
+        clip: p.f64("clip_gradient", -1.0)?,
+        momentum: p.f64("momentum", 0.0)?,
+        beta1: p.f64("beta1", 0.9)?,
+        beta2: p.f64("beta2", 0.999)?,
+        epsilon: p.f64("epsilon", eps_default)?,
+        gamma1: p.f64("gamma1", 0.95)?,
+        gamma2: p.f64("gamma2", 0.9)?,
+        clip_weights: p.f64("clip_weights", -1.0)?,
+        lamda1: p.f64("lamda1", 0.01)?,
+        beta: p.f64("beta", 1.0)?,
+        wd_lh: p.f64("wd_lh", 0.0)?,
+    })
+}
+
+#[inline]
+fn clip(v: f64, c: f64) -> f64 {
+    if c >= 0.0 {
+        v.max(-c).min(c)
+    } else {
+        v
+    }
+}
+
+#[inline]
+fn sign(v: f64) -> f64 {
+    if v > 0.0 {
+        1.0
+    } else if v < 0.0 {
+        -1.0
+    } else {
+        0.0
+    }
+}
+
+/// One element's update: `v` holds the input values (weight, grad, states...)
+/// and receives the new states; returns the new weight.
+type Rule = fn(&OptParam, &mut [f64; 6]) -> f64;
+
+#[derive(Clone, Copy)]
+struct Raw(*mut u8, DType);
+unsafe impl Send for Raw {}
+unsafe impl Sync for Raw {}
+
+impl Raw {
+    #[inline]
+    unsafe fn get(&self, k: usize) -> f64 {
+        match self.1 {
+            DType::F32 => *(self.0 as *const f32).add(k) as f64,
+            DType::F64 => *(self.0 as *const f64).add(k),
+            DType::F16 => (*(self.0 as *const f16).add(k)).to_f64(),
+            _ => unreachable!("float dtypes only (checked by infer_type)"),
+        }
+    }
+    #[inline]
+    unsafe fn set(&self, k: usize, v: f64) {
+        match self.1 {
+            DType::F32 => *(self.0 as *mut f32).add(k) = v as f32,
+            DType::F64 => *(self.0 as *mut f64).add(k) = v,
+            DType::F16 => *(self.0 as *mut f16).add(k) = f16::from_f64(v),
+            _ => unreachable!("float dtypes only (checked by infer_type)"),
+        }
+    }
+}
+
+fn run_rule(call: &OpCall, i: &[Blob], o: &[Blob], rule: Rule) -> Result<()> {
+    let p = call.p::<OptParam>();
+    let ins: Vec<Raw> = i.iter().map(|b| Raw(b.raw_ptr(), b.dtype)).collect();
+    let out = Raw(o[0].raw_ptr(), o[0].dtype);
+    let muts = call.def.mutates;
+    let n = o[0].size();
+    let chunk = |lo: usize, hi: usize| {
+        let mut v = [0f64; 6];
+        for k in lo..hi {
+            // SAFETY: all buffers hold n elements of their dtype; the engine
+            // gives this kernel exclusive access to outputs and mutated inputs;
+            // each element is read before it is written.
+            unsafe {
+                for (j, r) in ins.iter().enumerate() {
+                    v[j] = r.get(k);
+                }
+                let w = rule(p, &mut v);
+                for &m in muts {
+                    ins[m].set(k, v[m]);
+                }
+                out.set(k, w);
+            }
+        }
+    };
+    if n >= 2 * PAR_GRAIN {
+        (0..n.div_ceil(PAR_GRAIN)).into_par_iter().for_each(|c| chunk(c * PAR_GRAIN, ((c + 1) * PAR_GRAIN).min(n)));
+    } else {
+        chunk(0, n);
+    }
+    Ok(())
+}
+
+/// weight and grad share a dtype; states default to it, except `f32_states`
+/// (the float32 master weight and momentum of the mixed-precision updates).
+fn infer_type_opt(call: &OpCall, ins: &mut [Option<DType>], outs: &mut [Option<DType>], f32_from: usize) -> Result<()> {
+    let op = call.name();
+    let names = call.def.inputs;
+    let Some(w) = ins[0] else { return Ok(()) };
+    for (k, t) in ins.iter_mut().enumerate() {
+        let want = if k >= f32_from { DType::F32 } else { w };
+        match t {
+            None => *t = Some(want),
+            Some(u) if *u != want => {
+                return Err(Error::DType(format!(
+                    "{op}: {} has dtype {}, expected {}",
+                    names.get(k).copied().unwrap_or("input"),
+                    u.name(),
+                    want.name()
+                )))
+            }
+            _ => {}
+        }
+    }
+    if !w.is_float() {
+        return Err(Error::DType(format!("{op}: weight has dtype {}, expected a float dtype", w.name())));
+    }
+    outs[0] = Some(w);
+    Ok(())
+}
+
+macro_rules! opt_op {
+    ($NAME:ident, $name:expr, [$($alias:expr),*], [$($inp:expr),*], mutates: $m:expr, f32_from: $f32:expr, eps: $eps:expr, $doc:expr, $rule:expr) => {
+        pub static $NAME: OpDef = OpDef {
+            name: $name,
+            aliases: &[$($alias),*],
+            doc: $doc,
+            inputs: &[$($inp),*],
+            parse: |a| Ok(Box::new(parse_opt(a, $name, $eps)?) as Params),
+            infer_shape: infer_shape_same,
+            infer_type: |c, i, o| infer_type_opt(c, i, o, $f32),
+            cpu: Some(|c, i, o, _| run_rule(c, i, o, $rule)),
+            grad: Some(|_, _, x, _, _| Ok(vec![None; x.len()])),
+            mutates: $m,
+            ..OpDef::BASE
+        };
+    };
+}
+
+opt_op!(SGD, "sgd_update", [], ["weight", "grad"], mutates: &[], f32_from: 9, eps: 1e-8,
+    "weight = (1 - lr * wd) * weight - lr * clip(rescale_grad * grad, clip_gradient).",
+    |p, v| (1.0 - p.lr * p.wd) * v[0] - p.lr * clip(p.rescale * v[1], p.clip));
+
+opt_op!(SGD_MOM, "sgd_mom_update", [], ["weight", "grad", "mom"], mutates: &[2], f32_from: 9, eps: 1e-8,
+    "mom = momentum * mom - lr * wd * weight - lr * clip(rescale_grad * grad, clip_gradient); weight += mom.",
+    |p, v| {
+        v[2] = p.momentum * v[2] - p.lr * p.wd * v[0] - p.lr * clip(p.rescale * v[1], p.clip);
+        v[0] + v[2]
+    });
+
+opt_op!(MP_SGD, "mp_sgd_update", [], ["weight", "grad", "weight32"], mutates: &[2], f32_from: 2, eps: 1e-8,
+    "Mixed precision sgd_update: the float32 master weight32 is updated in place and weight = weight32 cast.",
+    |p, v| {
+        v[2] = (1.0 - p.lr * p.wd) * v[2] - p.lr * clip(p.rescale * v[1], p.clip);
+        v[2]
+    });
+
+opt_op!(MP_SGD_MOM, "mp_sgd_mom_update", [], ["weight", "grad", "mom", "weight32"], mutates: &[2, 3], f32_from: 2, eps: 1e-8,
+    "Mixed precision sgd_mom_update with float32 mom and master weight32.",
+    |p, v| {
+        v[2] = p.momentum * v[2] - p.lr * p.wd * v[3] - p.lr * clip(p.rescale * v[1], p.clip);
+        v[3] += v[2];
+        v[3]
+    });
+
+opt_op!(NAG_MOM, "nag_mom_update", [], ["weight", "grad", "mom"], mutates: &[2], f32_from: 9, eps: 1e-8,
+    "Nesterov momentum: g = clip(rescale_grad * grad) + wd * weight; mom = momentum * mom + g; \
+     weight -= lr * (g + momentum * mom).",
+    |p, v| {
+        let g = clip(p.rescale * v[1], p.clip) + p.wd * v[0];
+        v[2] = p.momentum * v[2] + g;
+        v[0] - p.lr * (g + p.momentum * v[2])
+    });
+
+opt_op!(ADAM, "adam_update", [], ["weight", "grad", "mean", "var"], mutates: &[2, 3], f32_from: 9, eps: 1e-8,
+    "g = clip(rescale_grad * grad + wd * weight); mean = beta1 * mean + (1 - beta1) * g; \
+     var = beta2 * var + (1 - beta2) * g^2; weight -= lr * mean / (sqrt(var) + epsilon).",
+    |p, v| {
+        let g = clip(p.rescale * v[1] + p.wd * v[0], p.clip);
+        v[2] = p.beta1 * v[2] + (1.0 - p.beta1) * g;
+        v[3] = p.beta2 * v[3] + (1.0 - p.beta2) * g * g;
+        v[0] - p.lr * v[2] / (v[3].sqrt() + p.epsilon)
+    });
+
+opt_op!(RMSPROP, "rmsprop_update", [], ["weight", "grad", "n"], mutates: &[2], f32_from: 9, eps: 1e-8,
+    "g = clip(rescale_grad * grad + wd * weight); n = (1 - gamma1) * g^2 + gamma1 * n; \
+     weight -= lr * g / sqrt(n + epsilon), clipped to clip_weights when >= 0.",
+    |p, v| {
+        let g = clip(p.rescale * v[1] + p.wd * v[0], p.clip);
+        v[2] = (1.0 - p.gamma1) * g * g + p.gamma1 * v[2];
+        clip(v[0] - p.lr * g / (v[2] + p.epsilon).sqrt(), p.clip_weights)
+    });
+
+opt_op!(RMSPROP_ALEX, "rmspropalex_update", [], ["weight", "grad", "n", "g", "delta"], mutates: &[2, 3, 4], f32_from: 9, eps: 1e-8,
+    "Centered RMSProp (Graves): n = (1-gamma1) g^2 + gamma1 n; g_avg = (1-gamma1) g + gamma1 g_avg; \
+     delta = gamma2 delta - lr g / sqrt(n - g_avg^2 + epsilon); weight += delta (clip_weights when >= 0).",
+    |p, v| {
+        let g = clip(p.rescale * v[1] + p.wd * v[0], p.clip);
+        v[2] = (1.0 - p.gamma1) * g * g + p.gamma1 * v[2];
+        v[3] = (1.0 - p.gamma1) * g + p.gamma1 * v[3];
+        v[4] = p.gamma2 * v[4] - p.lr * g / (v[2] - v[3] * v[3] + p.epsilon).sqrt();
+        clip(v[0] + v[4], p.clip_weights)
+    });
+
+opt_op!(FTRL, "ftrl_update", [], ["weight", "grad", "z", "n"], mutates: &[2, 3], f32_from: 9, eps: 1e-8,
+    "FTRL-proximal: g = clip(rescale_grad * grad); z += g - (sqrt(n + g^2) - sqrt(n)) * weight / lr; \
+     n += g^2; weight = (sign(z) * lamda1 - z) / ((beta + sqrt(n)) / lr + wd) where |z| > lamda1, else 0.",
+    |p, v| {
+        let g = clip(p.rescale * v[1], p.clip);
+        v[2] += g - ((v[3] + g * g).sqrt() - v[3].sqrt()) * v[0] / p.lr;
+        v[3] += g * g;
+        if v[2].abs() > p.lamda1 {
+            (sign(v[2]) * p.lamda1 - v[2]) / ((p.beta + v[3].sqrt()) / p.lr + p.wd)
+        } else {
+            0.0
+        }
+    });
+
+opt_op!(SIGNSGD, "signsgd_update", [], ["weight", "grad"], mutates: &[], f32_from: 9, eps: 1e-8,
+    "weight = (1 - lr * wd) * weight - lr * sign(grad).",
+    |p, v| (1.0 - p.lr * p.wd) * v[0] - p.lr * sign(v[1]));
+
+opt_op!(SIGNUM, "signum_update", [], ["weight", "grad", "mom"], mutates: &[2], f32_from: 9, eps: 1e-8,
+    "mom = momentum * mom - (1 - momentum) * (wd * weight + clip(rescale_grad * grad)); \
+     weight = (1 - lr * wd_lh) * weight + lr * sign(mom).",
+    |p, v| {
+        let g = clip(p.rescale * v[1], p.clip);
+        v[2] = p.momentum * v[2] - (1.0 - p.momentum) * p.wd * v[0] - (1.0 - p.momentum) * g;
+        (1.0 - p.lr * p.wd_lh) * v[0] + p.lr * sign(v[2])
+    });
+
+opt_op!(ADAGRAD, "adagrad_update", ["_sparse_adagrad_update"], ["weight", "grad", "history"], mutates: &[2], f32_from: 9, eps: 1e-7,
+    "g = clip(rescale_grad * grad) + wd * weight; history += g^2; weight -= lr * g / (sqrt(history) + epsilon).",
+    |p, v| {
+        let g = clip(p.rescale * v[1], p.clip) + p.wd * v[0];
+        v[2] += g * g;
+        v[0] - p.lr * g / (v[2].sqrt() + p.epsilon)
+    });
+
+pub static OPS: &[&OpDef] = &[
+    &SGD, &SGD_MOM, &MP_SGD, &MP_SGD_MOM, &NAG_MOM, &ADAM, &RMSPROP, &RMSPROP_ALEX, &FTRL, &SIGNSGD, &SIGNUM,
+    &ADAGRAD,
+];
+
+#[cfg(test)]
+mod tests {
+    use crate::ops::matrix::testutil::arr;
+    use crate::ops::registry::call_into;
+
+    #[test]
+    fn sgd_mom_in_place_over_steps() {
+        let w = arr(&[1.0, -2.0], &[2]);
+        let mom = arr(&[0.0, 0.0], &[2]);
+        let (mut rw, mut rm) = ([1.0f64, -2.0], [0.0f64, 0.0]);
+        for step in 0..3 {
+            let g = [0.5 + step as f64, -1.5];
+            let attrs = [("lr", "0.1"), ("momentum", "0.9"), ("wd", "0.01"), ("clip_gradient", "1.0")];
+            call_into("sgd_mom_update", &attrs, &[w.clone(), arr(&g, &[2]), mom.clone()], &[w.clone()]).unwrap();
+            for k in 0..2 {
+                rm[k] = 0.9 * rm[k] - 0.1 * 0.01 * rw[k] - 0.1 * g[k].clamp(-1.0, 1.0);
+                rw[k] += rm[k];
+            }
+        }
+        let (gw, gm) = (w.to_vec::<f64>().unwrap(), mom.to_vec::<f64>().unwrap());
+        for k in 0..2 {
+            assert!((gw[k] - rw[k]).abs() < 1e-12 && (gm[k] - rm[k]).abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn adam_one_step_and_errors() {
+        let w = arr(&[1.0], &[1]);
+        let (m, v) = (arr(&[0.0], &[1]), arr(&[0.0], &[1]));
+        call_into("adam_update", &[("lr", "0.01")], &[w.clone(), arr(&[2.0], &[1]), m.clone(), v.clone()], &[w.clone()]).unwrap();
+        let (mm, vv) = (0.1 * 2.0, 0.001 * 4.0f64);
+        let want = 1.0 - 0.01 * mm / (vv.sqrt() + 1e-8);
+        assert!((w.to_vec::<f64>().unwrap()[0] - want).abs() < 1e-12);
+        let e = call_into("sgd_update", &[], &[w.clone(), w.clone()], &[w.clone()]).err().unwrap().message();
+        assert!(e.contains("sgd_update") && e.contains("'lr'"), "{e}");
+    }
+}
