@@ -13,6 +13,7 @@ from . import ndarray
 from . import ndarray as nd
 from . import random
 from . import autograd
+from . import operator
 from . import profiler
 from . import test_utils
 

@@ -128,10 +128,6 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
     return out[0] if single and len(out) == 1 else out
 
 
-def get_symbol(x):
-    raise NotImplementedError("autograd.get_symbol needs the symbolic API, which oxnet does not have yet")
-
-
 class Function:
     """A differentiable function with a Python forward and backward.
 

@@ -23,7 +23,7 @@ from . import _native
 
 __all__ = [
     "set_config", "profiler_set_config", "set_state", "profiler_set_state", "pause", "resume",
-    "dump", "dump_profile", "dumps", "set_kvstore_handle", "Domain", "Task", "Frame", "Event",
+    "dump", "dump_profile", "dumps", "Domain", "Task", "Frame", "Event",
     "Counter", "Marker", "scope",
 ]
 
@@ -40,11 +40,6 @@ def _check_process(profile_process):
             f"profile_process={profile_process!r} is not supported: there is no distributed "
             "kvstore server in this build (only 'worker')"
         )
-
-
-def set_kvstore_handle(handle):
-    """Profiling a distributed kvstore server is not supported in oxnet."""
-    raise NotImplementedError("profiler.set_kvstore_handle: no distributed kvstore in this build")
 
 
 def set_config(**kwargs):

@@ -19,6 +19,15 @@ from . import op  # noqa: F401
 from .utils import load, save  # noqa: F401
 
 
+def Custom(*args, **kwargs):
+    """Run a custom operator registered with ``mx.operator.register``:
+    ``Custom(*inputs, op_type=name, **params)``. Returns one NDArray or a list
+    (one per output). See :mod:`oxnet.operator`."""
+    from ..operator import custom
+
+    return custom(*args, **kwargs)
+
+
 def __getattr__(name):
     return op.__getattr__(name)
 

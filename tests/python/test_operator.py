@@ -1,0 +1,137 @@
+"""Custom operators in Python: mx.operator.CustomOp / CustomOpProp /
+register, called as mx.nd.Custom, with autograd."""
+import numpy as np
+import pytest
+
+import oxnet as mx
+
+
+class _Sigmoid(mx.operator.CustomOp):
+    def forward(self, is_train, req, in_data, out_data, aux):
+        self.assign(out_data[0], req[0], 1 / (1 + mx.nd.exp(-in_data[0])))
+
+    def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+        y = out_data[0]
+        self.assign(in_grad[0], req[0], out_grad[0] * y * (1 - y))
+
+
+@mx.operator.register("test_sigmoid")
+class _SigmoidProp(mx.operator.CustomOpProp):
+    def __init__(self):
+        super().__init__(need_top_grad=True)
+
+    def infer_shape(self, in_shape):
+        return in_shape, [in_shape[0]], []
+
+    def create_operator(self, ctx, in_shapes, in_dtypes):
+        return _Sigmoid()
+
+
+class _ScaleAdd(mx.operator.CustomOp):
+    """out0 = a * scale + b, out1 = a - b, computed through NumPy."""
+
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, is_train, req, in_data, out_data, aux):
+        a, b = in_data[0].asnumpy(), in_data[1].asnumpy()
+        self.assign(out_data[0], req[0], mx.nd.array(a * self.scale + b))
+        self.assign(out_data[1], req[1], mx.nd.array(a - b))
+        self.is_train = is_train
+
+    def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+        g0, g1 = out_grad[0].asnumpy(), out_grad[1].asnumpy()
+        self.assign(in_grad[0], req[0], mx.nd.array(g0 * self.scale + g1))
+        self.assign(in_grad[1], req[1], mx.nd.array(g0 - g1))
+
+
+_last = {}
+
+
+@mx.operator.register("test_scale_add")
+class _ScaleAddProp(mx.operator.CustomOpProp):
+    def __init__(self, scale="1.0"):
+        super().__init__()
+        self.scale = float(scale)
+
+    def list_arguments(self):
+        return ["a", "b"]
+
+    def list_outputs(self):
+        return ["sum", "diff"]
+
+    def infer_shape(self, in_shape):
+        if in_shape[0] != in_shape[1]:
+            raise ValueError(f"shapes differ: {in_shape}")
+        return in_shape, [in_shape[0], in_shape[0]], []
+
+    def create_operator(self, ctx, in_shapes, in_dtypes):
+        op = _ScaleAdd(self.scale)
+        _last["op"] = op
+        return op
+
+
+def test_forward_matches_numpy():
+    x = np.linspace(-3, 3, 12).reshape(3, 4).astype(np.float32)
+    y = mx.nd.Custom(mx.nd.array(x), op_type="test_sigmoid")
+    np.testing.assert_allclose(y.asnumpy(), 1 / (1 + np.exp(-x)), rtol=1e-6)
+
+
+def test_backward_through_autograd():
+    x = np.linspace(-2, 2, 6).astype(np.float32)
+    a = mx.nd.array(x)
+    a.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.Custom(a, op_type="test_sigmoid")
+        z = (y * 3).sum()
+    z.backward()
+    s = 1 / (1 + np.exp(-x))
+    np.testing.assert_allclose(a.grad.asnumpy(), 3 * s * (1 - s), rtol=1e-5)
+
+
+def test_several_inputs_outputs_params_and_train_flag():
+    a_np = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b_np = np.ones((2, 3), np.float32)
+    a, b = mx.nd.array(a_np), mx.nd.array(b_np)
+    a.attach_grad()
+    b.attach_grad()
+    with mx.autograd.record():
+        s, d = mx.nd.Custom(a, b=b, op_type="test_scale_add", scale=2)
+        loss = (s * 2 + d).sum()
+    assert _last["op"].is_train is True
+    np.testing.assert_allclose(s.asnumpy(), a_np * 2 + b_np)
+    np.testing.assert_allclose(d.asnumpy(), a_np - b_np)
+    loss.backward()
+    # d loss/d a = 2*scale + 1 = 5, d loss/d b = 2 - 1 = 1
+    np.testing.assert_allclose(a.grad.asnumpy(), np.full((2, 3), 5.0))
+    np.testing.assert_allclose(b.grad.asnumpy(), np.full((2, 3), 1.0))
+    s2, _ = mx.nd.Custom(a, b, op_type="test_scale_add")
+    assert _last["op"].is_train is False
+    np.testing.assert_allclose(s2.asnumpy(), a_np + b_np)
+
+
+def test_errors_are_clear():
+    a = mx.nd.ones((2, 3))
+    with pytest.raises(mx.MXNetError, match="no custom operator registered as 'nope'"):
+        mx.nd.Custom(a, op_type="nope")
+    with pytest.raises(mx.MXNetError, match="op_type"):
+        mx.nd.Custom(a)
+    with pytest.raises(mx.MXNetError, match=r"expected 2 input\(s\) \(a, b\), got 1"):
+        mx.nd.Custom(a, op_type="test_scale_add")
+    with pytest.raises(ValueError, match="shapes differ"):
+        mx.nd.Custom(a, mx.nd.ones((3, 2)), op_type="test_scale_add")
+    with pytest.raises(TypeError):
+        mx.operator.register("bad")(object)
+    assert "test_sigmoid" in mx.operator.get_all_registered_operators()
+
+
+def test_assign_modes():
+    op = mx.operator.CustomOp()
+    dst = mx.nd.ones((2,))
+    op.assign(dst, "add", mx.nd.array([1.0, 2.0]))
+    np.testing.assert_allclose(dst.asnumpy(), [2, 3])
+    op.assign(dst, "null", mx.nd.array([9.0, 9.0]))
+    np.testing.assert_allclose(dst.asnumpy(), [2, 3])
+    op.assign(dst, "write", mx.nd.array([5.0, 6.0]))
+    np.testing.assert_allclose(dst.asnumpy(), [5, 6])
