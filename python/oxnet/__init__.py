@@ -15,6 +15,7 @@ from . import random
 from . import autograd
 from . import profiler
 from . import test_utils
+from . import recordio, io, image  # noqa: E402
 
 
 

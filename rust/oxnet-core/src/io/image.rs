@@ -301,6 +301,29 @@ pub fn swap_rb(img: &mut Image) {
     }
 }
 
+/// Encode an HWC u8 image (1 to 4 channels, RGB order) as PNG (lossless),
+/// for `mx.recordio.pack_img(..., img_fmt='.png')`.
+pub fn encode_png(src: ImageView<'_>) -> Result<Vec<u8>> {
+    use zune_core::bit_depth::BitDepth;
+    use zune_core::options::EncoderOptions;
+    check_dims("encode_png", src.height, src.width, src.channels, src.data.len())?;
+    if src.height == 0 || src.width == 0 {
+        return Err(Error::Shape("encode_png: the image is empty".into()));
+    }
+    let cs = match src.channels {
+        1 => ColorSpace::Luma,
+        2 => ColorSpace::LumaA,
+        3 => ColorSpace::RGB,
+        4 => ColorSpace::RGBA,
+        c => return Err(Error::Shape(format!("encode_png: {c} channels cannot be written as PNG (1 to 4)"))),
+    };
+    let opts = EncoderOptions::new(src.width, src.height, cs, BitDepth::Eight);
+    let mut enc = zune_png::PngEncoder::new(src.data, opts);
+    let mut out: Vec<u8> = Vec::new();
+    enc.encode(&mut out).map_err(|e| Error::Io(format!("encode_png: {e:?}")))?;
+    Ok(out)
+}
+
 // ---------------------------------------------------------------- resizing
 
 /// MXNet / OpenCV interpolation codes.
