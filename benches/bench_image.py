@@ -16,6 +16,7 @@ Run after `make release` (a debug build is 10-50x slower):
 The photos come from ../shared/data/images when present (else
 tests/data/images); they are packed into a temporary .rec (pass-through).
 """
+
 import argparse
 import glob
 import json
@@ -61,16 +62,39 @@ def time_iter(make, n):
 
 
 def bench_record_iter(mx, rec, idx, n, threads):
-    return time_iter(lambda: mx.io.ImageRecordIter(
-        path_imgrec=rec, path_imgidx=idx, data_shape=(3, 224, 224), batch_size=BATCH, resize=256, rand_crop=True,
-        rand_mirror=True, mean_r=MEAN[0], mean_g=MEAN[1], mean_b=MEAN[2], std_r=STD[0], std_g=STD[1], std_b=STD[2],
-        preprocess_threads=threads, shuffle=False), n)
+    return time_iter(
+        lambda: mx.io.ImageRecordIter(
+            path_imgrec=rec,
+            path_imgidx=idx,
+            data_shape=(3, 224, 224),
+            batch_size=BATCH,
+            resize=256,
+            rand_crop=True,
+            rand_mirror=True,
+            mean_r=MEAN[0],
+            mean_g=MEAN[1],
+            mean_b=MEAN[2],
+            std_r=STD[0],
+            std_g=STD[1],
+            std_b=STD[2],
+            preprocess_threads=threads,
+            shuffle=False,
+        ),
+        n,
+    )
 
 
 def bench_image_iter(mx, rec, idx, n):
-    augs = [mx.image.ResizeAug(256, 1), mx.image.RandomCropAug((224, 224), 1), mx.image.HorizontalFlipAug(0.5),
-            mx.image.CastAug(), mx.image.ColorNormalizeAug(mx.nd.array(MEAN), mx.nd.array(STD))]
-    return time_iter(lambda: mx.image.ImageIter(BATCH, (3, 224, 224), path_imgrec=rec, path_imgidx=idx, aug_list=augs), n)
+    augs = [
+        mx.image.ResizeAug(256, 1),
+        mx.image.RandomCropAug((224, 224), 1),
+        mx.image.HorizontalFlipAug(0.5),
+        mx.image.CastAug(),
+        mx.image.ColorNormalizeAug(mx.nd.array(MEAN), mx.nd.array(STD)),
+    ]
+    return time_iter(
+        lambda: mx.image.ImageIter(BATCH, (3, 224, 224), path_imgrec=rec, path_imgidx=idx, aug_list=augs), n
+    )
 
 
 def mxnet_worker(args):
@@ -153,7 +177,10 @@ def main():
         folder = os.path.join(ROOT, "tests", "data", "images")
     files = photo_files(folder)
     bufs = [open(f, "rb").read() for f in files]
-    print("images: %d photos from %s, %d per run, batch %d, %d threads" % (len(files), folder, args.n, BATCH, args.threads))
+    print(
+        "images: %d photos from %s, %d per run, batch %d, %d threads"
+        % (len(files), folder, args.n, BATCH, args.threads)
+    )
     res = {}
     with tempfile.TemporaryDirectory() as tmp:
         rec, idx = make_rec(mx, files, args.n, tmp)
@@ -164,9 +191,27 @@ def main():
         if os.path.exists(mxpy):
             env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), MXNET_CPU_WORKER_NTHREADS=str(args.threads))
             env.pop("PYTHONPATH", None)
-            p = subprocess.run([mxpy, os.path.abspath(__file__), "--mxnet-worker", "--rec", rec, "--idx", idx,
-                                "--n", str(args.n), "--threads", str(args.threads), "--files"] + files,
-                               capture_output=True, text=True, env=env, timeout=1200)
+            p = subprocess.run(
+                [
+                    mxpy,
+                    os.path.abspath(__file__),
+                    "--mxnet-worker",
+                    "--rec",
+                    rec,
+                    "--idx",
+                    idx,
+                    "--n",
+                    str(args.n),
+                    "--threads",
+                    str(args.threads),
+                    "--files",
+                ]
+                + files,
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=1200,
+            )
             if p.returncode == 0:
                 m = json.loads(p.stdout.strip().splitlines()[-1])
                 res["MXNet 1.9.1 ImageRecordIter"] = m["record_iter"]
@@ -203,8 +248,10 @@ def main():
     print("%-*s %10s" % (width, "pipeline", "images/s"))
     for k, v in res.items():
         print("%-*s %10.1f" % (width, k, v))
-    print("imdecode list comprehension: %.1f images/s serial, %.1f pushed; speed-up x%.2f"
-          % (len(many) / serial, len(many) / par, serial / par))
+    print(
+        "imdecode list comprehension: %.1f images/s serial, %.1f pushed; speed-up x%.2f"
+        % (len(many) / serial, len(many) / par, serial / par)
+    )
     res["imdecode_speedup"] = serial / par
     out = os.path.join(HERE, "results")
     os.makedirs(out, exist_ok=True)

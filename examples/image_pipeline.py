@@ -3,6 +3,7 @@ it back in batches with ImageRecordIter and ImageIter.
 
     python examples/image_pipeline.py
 """
+
 import glob
 import os
 import random
@@ -31,13 +32,26 @@ def main():
     # 2. augment one image the MXNet way
     random.seed(0)
     np.random.seed(0)
-    augs = mx.image.CreateAugmenter((3, 96, 96), resize=112, rand_crop=True, rand_mirror=True,
-                                    mean=True, std=True, brightness=0.2, contrast=0.2, saturation=0.2)
+    augs = mx.image.CreateAugmenter(
+        (3, 96, 96),
+        resize=112,
+        rand_crop=True,
+        rand_mirror=True,
+        mean=True,
+        std=True,
+        brightness=0.2,
+        contrast=0.2,
+        saturation=0.2,
+    )
     x = imgs[0]
     for a in augs:
         x = a(x)
-    print("augmented:", x.shape, x.dtype.__name__ if hasattr(x.dtype, "__name__") else x.dtype,
-          "mean %.3f" % float(x.asnumpy().mean()))
+    print(
+        "augmented:",
+        x.shape,
+        x.dtype.__name__ if hasattr(x.dtype, "__name__") else x.dtype,
+        "mean %.3f" % float(x.asnumpy().mean()),
+    )
     print("augmenters:", [a.dumps() for a in augs[:3]], "...")
 
     # 3. a corrupt image raises at the wait, naming why; the engine goes on
@@ -57,20 +71,46 @@ def main():
         print("wrote %s: %d records, %d bytes" % (os.path.basename(rec), len(bufs) * 4, os.path.getsize(rec)))
 
         # 5. ImageRecordIter: decode + augment + batch in Rust threads
-        it = mx.io.ImageRecordIter(path_imgrec=rec, path_imgidx=idx, data_shape=(3, 64, 64), batch_size=8,
-                                   resize=72, rand_crop=True, rand_mirror=True, shuffle=True, seed=1,
-                                   mean_r=123.68, mean_g=116.28, mean_b=103.53, std_r=58.4, std_g=57.1, std_b=57.4,
-                                   preprocess_threads=2)
+        it = mx.io.ImageRecordIter(
+            path_imgrec=rec,
+            path_imgidx=idx,
+            data_shape=(3, 64, 64),
+            batch_size=8,
+            resize=72,
+            rand_crop=True,
+            rand_mirror=True,
+            shuffle=True,
+            seed=1,
+            mean_r=123.68,
+            mean_g=116.28,
+            mean_b=103.53,
+            std_r=58.4,
+            std_g=57.1,
+            std_b=57.4,
+            preprocess_threads=2,
+        )
         t0 = time.perf_counter()
         n = 0
         for batch in it:
             n += batch.data[0].shape[0] - batch.pad
-        print("ImageRecordIter: %d images in %.2f s; last batch %s, labels %s"
-              % (n, time.perf_counter() - t0, batch.data[0].shape, batch.label[0].asnumpy()[:4]))
+        print(
+            "ImageRecordIter: %d images in %.2f s; last batch %s, labels %s"
+            % (n, time.perf_counter() - t0, batch.data[0].shape, batch.label[0].asnumpy()[:4])
+        )
 
         # 6. ImageIter: MXNet's Python augmenters, pushed to the engine
-        it = mx.image.ImageIter(8, (3, 64, 64), path_imgrec=rec, path_imgidx=idx, shuffle=True,
-                                resize=72, rand_crop=True, rand_mirror=True, mean=True, std=True)
+        it = mx.image.ImageIter(
+            8,
+            (3, 64, 64),
+            path_imgrec=rec,
+            path_imgidx=idx,
+            shuffle=True,
+            resize=72,
+            rand_crop=True,
+            rand_mirror=True,
+            mean=True,
+            std=True,
+        )
         t0 = time.perf_counter()
         n = sum(b.data[0].shape[0] - b.pad for b in it)
         print("ImageIter: %d images in %.2f s" % (n, time.perf_counter() - t0))

@@ -5,6 +5,7 @@ The file IO runs in Rust with the GIL released. ``pack``/``unpack`` use the
 ``IfQQ`` image-record header of MXNet. ``pack_img`` writes PNG through a Rust
 encoder; JPEG encoding needs the optional Pillow package.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -266,9 +267,7 @@ def unpack(s):
     values.
     """
     if len(s) < _IR_SIZE:
-        raise ValueError(
-            "recordio.unpack: the record has %d bytes, fewer than the %d-byte header" % (len(s), _IR_SIZE)
-        )
+        raise ValueError("recordio.unpack: the record has %d bytes, fewer than the %d-byte header" % (len(s), _IR_SIZE))
     header = IRHeader(*struct.unpack(_IR_FORMAT, s[:_IR_SIZE]))
     s = s[_IR_SIZE:]
     if header.flag > 0:
@@ -278,7 +277,7 @@ def unpack(s):
                 % (header.flag, header.flag, len(s))
             )
         header = header._replace(label=np.frombuffer(s, np.float32, header.flag))
-        s = s[header.flag * 4:]
+        s = s[header.flag * 4 :]
     return header, s
 
 
@@ -320,8 +319,7 @@ def _encode_image(img, quality, img_fmt):
             from PIL import Image
         except ImportError as e:
             raise ImportError(
-                "pack_img: JPEG encoding needs Pillow (pip install pillow); "
-                "img_fmt='.png' works without it"
+                "pack_img: JPEG encoding needs Pillow (pip install pillow); img_fmt='.png' works without it"
             ) from e
         import io as _io
 

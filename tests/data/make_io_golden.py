@@ -11,6 +11,7 @@ mx.recordio.pack_img, so every decoder gives the same pixels).
 Everything is seeded (Python's random and NumPy's global state are what
 MXNet's augmenters draw from).
 """
+
 import json
 import os
 import random
@@ -84,9 +85,15 @@ def transforms():
     out, rect = mx.image.random_size_crop(img, (32, 32), 0.3, (0.75, 1.33), interp=1)
     put("random_size_crop", out)
     meta["random_size_crop_rect"] = list(rect)
-    meta["scale_down"] = [list(mx.image.scale_down((640, 480), (720, 120))), list(mx.image.scale_down((100, 50), (30, 60)))]
+    meta["scale_down"] = [
+        list(mx.image.scale_down((640, 480), (720, 120))),
+        list(mx.image.scale_down((100, 50), (30, 60))),
+    ]
     f = img.astype("float32")
-    put("color_normalize", mx.image.color_normalize(f.copy(), mx.nd.array([120.0, 110.0, 100.0]), mx.nd.array([60.0, 55.0, 50.0])))
+    put(
+        "color_normalize",
+        mx.image.color_normalize(f.copy(), mx.nd.array([120.0, 110.0, 100.0]), mx.nd.array([60.0, 55.0, 50.0])),
+    )
 
 
 def augmenters():
@@ -102,7 +109,9 @@ def augmenters():
         "lighting": mx.image.LightingAug(0.1, eigval, eigvec),
         "gray": mx.image.RandomGrayAug(1.0),
         "flip": mx.image.HorizontalFlipAug(1.0),
-        "normalize": mx.image.ColorNormalizeAug(mx.nd.array([123.68, 116.28, 103.53]), mx.nd.array([58.395, 57.12, 57.375])),
+        "normalize": mx.image.ColorNormalizeAug(
+            mx.nd.array([123.68, 116.28, 103.53]), mx.nd.array([58.395, 57.12, 57.375])
+        ),
         "colorjitter": mx.image.ColorJitterAug(0.3, 0.3, 0.3),
     }
     dumps = {}
@@ -112,9 +121,21 @@ def augmenters():
         d = a.dumps()
         dumps[k] = d if isinstance(d, str) else json.dumps(d)
     meta["aug_dumps"] = dumps
-    al = mx.image.CreateAugmenter((3, 32, 32), resize=40, rand_crop=True, rand_mirror=True, mean=True, std=True,
-                                  brightness=0.3, contrast=0.3, saturation=0.3, hue=0.1, pca_noise=0.1, rand_gray=0.2,
-                                  inter_method=1)
+    al = mx.image.CreateAugmenter(
+        (3, 32, 32),
+        resize=40,
+        rand_crop=True,
+        rand_mirror=True,
+        mean=True,
+        std=True,
+        brightness=0.3,
+        contrast=0.3,
+        saturation=0.3,
+        hue=0.1,
+        pca_noise=0.1,
+        rand_gray=0.2,
+        inter_method=1,
+    )
     meta["create_dumps"] = [a.dumps() if isinstance(a.dumps(), str) else json.dumps(a.dumps()) for a in al]
     for k in range(3):
         seed(100 + k)
@@ -138,7 +159,7 @@ def make_small_rec():
     w = mx.recordio.MXIndexedRecordIO(idx, rec, "w")
     for i in range(6):
         y, x = 5 * i, 7 * i
-        crop = np.ascontiguousarray(img[y:y + 48, x:x + 56])
+        crop = np.ascontiguousarray(img[y : y + 48, x : x + 56])
         h = mx.recordio.IRHeader(0, [float(i), float(10 + i)], i, 0)
         w.write_idx(i, mx.recordio.pack_img(h, crop, quality=3, img_fmt=".png"))
     w.close()
@@ -148,8 +169,9 @@ def make_small_rec():
 def image_iters(rec, idx):
     res = {}
     for lbh in ("pad", "discard", "roll_over"):
-        it = mx.image.ImageIter(4, (3, 24, 32), label_width=2, path_imgrec=rec, path_imgidx=idx,
-                                last_batch_handle=lbh, inter_method=1)
+        it = mx.image.ImageIter(
+            4, (3, 24, 32), label_width=2, path_imgrec=rec, path_imgidx=idx, last_batch_handle=lbh, inter_method=1
+        )
         out = []
         for epoch in range(2):
             for b in it:
@@ -158,8 +180,19 @@ def image_iters(rec, idx):
             it.reset()
         res[lbh] = out
     seed(21)
-    it = mx.image.ImageIter(3, (3, 24, 32), label_width=2, path_imgrec=rec, path_imgidx=idx, shuffle=True,
-                            rand_crop=True, rand_mirror=True, inter_method=1, mean=True, std=True)
+    it = mx.image.ImageIter(
+        3,
+        (3, 24, 32),
+        label_width=2,
+        path_imgrec=rec,
+        path_imgidx=idx,
+        shuffle=True,
+        rand_crop=True,
+        rand_mirror=True,
+        inter_method=1,
+        mean=True,
+        std=True,
+    )
     out = []
     for b in it:
         out.append({"label": b.label[0].asnumpy().tolist(), "pad": b.pad})
@@ -167,13 +200,19 @@ def image_iters(rec, idx):
     res["shuffle"] = out
     it = mx.image.ImageIter(4, (3, 24, 32), label_width=2, path_imgrec=rec, inter_method=1)  # no .idx: sequential
     res["sequential"] = [{"label": b.label[0].asnumpy().tolist(), "pad": b.pad} for b in it]
-    it = mx.image.ImageIter(2, (3, 24, 32), label_width=2, path_imgrec=rec, path_imgidx=idx, num_parts=2,
-                            part_index=1, inter_method=1)
+    it = mx.image.ImageIter(
+        2, (3, 24, 32), label_width=2, path_imgrec=rec, path_imgidx=idx, num_parts=2, part_index=1, inter_method=1
+    )
     res["part1"] = [{"label": b.label[0].asnumpy().tolist(), "pad": b.pad} for b in it]
     # .lst + root over the real photos (labels only; JPEG decoders differ slightly)
     lst = os.path.join(OUT, "photos.lst")
-    names = ["chelsea_160x107_thumb.jpg", "retina_160x120_444.jpg", "chelsea_120x80.png",
-             "coffee_500x500_422.jpg", "camera_gray_512x512.jpg"]
+    names = [
+        "chelsea_160x107_thumb.jpg",
+        "retina_160x120_444.jpg",
+        "chelsea_120x80.png",
+        "coffee_500x500_422.jpg",
+        "camera_gray_512x512.jpg",
+    ]
     with open(lst, "w") as f:
         for i, n in enumerate(names):
             f.write("%d\t%f\t%s\n" % (i, float(i * 2), n))
@@ -182,39 +221,69 @@ def image_iters(rec, idx):
     it = mx.image.ImageIter(2, (3, 32, 32), path_imglist=lst, path_root=IMAGES, resize=40, inter_method=1)
     b = it.next()
     put("imageiter_lst_0", b.data[0])
-    it = mx.image.ImageIter(2, (3, 20, 20), imglist=[[1.0, "chelsea_120x80.png"], [[2.0, 3.0], "retina_160x120_444.jpg"],
-                                                       [4.0, 5.0, "chelsea_160x107_thumb.jpg"]],
-                            path_root=IMAGES, label_width=2)
+    it = mx.image.ImageIter(
+        2,
+        (3, 20, 20),
+        imglist=[
+            [1.0, "chelsea_120x80.png"],
+            [[2.0, 3.0], "retina_160x120_444.jpg"],
+            [4.0, 5.0, "chelsea_160x107_thumb.jpg"],
+        ],
+        path_root=IMAGES,
+        label_width=2,
+    )
     res["imglist"] = [{"label": b.label[0].asnumpy().tolist(), "pad": b.pad} for b in it]
     meta["imageiter"] = res
 
 
 def record_iters(rec, idx):
     res = {}
-    it = mx.io.ImageRecordIter(path_imgrec=rec, path_imgidx=idx, data_shape=(3, 24, 32), batch_size=4,
-                               label_width=2, resize=30, mean_r=123.0, mean_g=117.0, mean_b=104.0,
-                               std_r=58.0, std_g=57.0, std_b=57.5, preprocess_threads=1)
+    it = mx.io.ImageRecordIter(
+        path_imgrec=rec,
+        path_imgidx=idx,
+        data_shape=(3, 24, 32),
+        batch_size=4,
+        label_width=2,
+        resize=30,
+        mean_r=123.0,
+        mean_g=117.0,
+        mean_b=104.0,
+        std_r=58.0,
+        std_g=57.0,
+        std_b=57.5,
+        preprocess_threads=1,
+    )
     out = []
     for b in it:
         out.append({"label": b.label[0].asnumpy().tolist(), "pad": b.pad})
         put("recorditer_%d" % (len(out) - 1), b.data[0])
     res["center"] = out
-    it = mx.io.ImageRecordUInt8Iter(path_imgrec=rec, path_imgidx=idx, data_shape=(3, 24, 32), batch_size=4,
-                                    label_width=2, preprocess_threads=1)
+    it = mx.io.ImageRecordUInt8Iter(
+        path_imgrec=rec, path_imgidx=idx, data_shape=(3, 24, 32), batch_size=4, label_width=2, preprocess_threads=1
+    )
     b = it.next()
     put("recorditer_u8_0", b.data[0])
     res["u8_dtype"] = str(b.data[0].dtype.__name__ if hasattr(b.data[0].dtype, "__name__") else b.data[0].dtype)
-    it = mx.io.ImageRecordIter(path_imgrec=rec, path_imgidx=idx, data_shape=(3, 24, 32), batch_size=4,
-                               label_width=2, round_batch=False, preprocess_threads=1)
+    it = mx.io.ImageRecordIter(
+        path_imgrec=rec,
+        path_imgidx=idx,
+        data_shape=(3, 24, 32),
+        batch_size=4,
+        label_width=2,
+        round_batch=False,
+        preprocess_threads=1,
+    )
     res["no_round"] = [{"label": b.label[0].asnumpy().tolist(), "pad": b.pad} for b in it]
     try:
-        mx.io.ImageRecordIter(path_imgrec=rec, path_imgidx=idx, data_shape=(3, 24, 32), batch_size=2,
-                              label_width=1, preprocess_threads=1)
+        mx.io.ImageRecordIter(
+            path_imgrec=rec, path_imgidx=idx, data_shape=(3, 24, 32), batch_size=2, label_width=1, preprocess_threads=1
+        )
         res["label_width_mismatch_raises"] = False
     except mx.base.MXNetError:
         res["label_width_mismatch_raises"] = True
-    it = mx.io.ImageRecordIter(path_imgrec=rec, path_imgidx=idx, data_shape=(3, 24, 32), batch_size=2,
-                               label_width=2, preprocess_threads=1)
+    it = mx.io.ImageRecordIter(
+        path_imgrec=rec, path_imgidx=idx, data_shape=(3, 24, 32), batch_size=2, label_width=2, preprocess_threads=1
+    )
     res["provide_data"] = [[d.name, list(d.shape)] for d in it.provide_data]
     res["provide_label"] = [[d.name, list(d.shape)] for d in it.provide_label]
     meta["recorditer"] = res

@@ -7,6 +7,7 @@ the data raise at the wait on the result (``asnumpy``, ``wait_to_read``).
 Random choices use Python's ``random`` and NumPy's global state exactly as
 MXNet 1.9.1 does, so seeding them reproduces MXNet's augmentation draws.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,7 +15,6 @@ import logging
 import os
 import random
 import warnings
-from numbers import Number
 
 import numpy as np
 
@@ -26,12 +26,37 @@ from ..base import numeric_types
 from ..ndarray import NDArray
 
 __all__ = [
-    "imread", "imdecode", "imresize", "scale_down", "copyMakeBorder", "resize_short", "fixed_crop",
-    "random_crop", "center_crop", "color_normalize", "random_size_crop", "Augmenter", "SequentialAug",
-    "ResizeAug", "ForceResizeAug", "RandomCropAug", "RandomSizedCropAug", "CenterCropAug",
-    "RandomOrderAug", "BrightnessJitterAug", "ContrastJitterAug", "SaturationJitterAug", "HueJitterAug",
-    "ColorJitterAug", "LightingAug", "ColorNormalizeAug", "RandomGrayAug", "HorizontalFlipAug", "CastAug",
-    "CreateAugmenter", "ImageIter",
+    "imread",
+    "imdecode",
+    "imresize",
+    "scale_down",
+    "copyMakeBorder",
+    "resize_short",
+    "fixed_crop",
+    "random_crop",
+    "center_crop",
+    "color_normalize",
+    "random_size_crop",
+    "Augmenter",
+    "SequentialAug",
+    "ResizeAug",
+    "ForceResizeAug",
+    "RandomCropAug",
+    "RandomSizedCropAug",
+    "CenterCropAug",
+    "RandomOrderAug",
+    "BrightnessJitterAug",
+    "ContrastJitterAug",
+    "SaturationJitterAug",
+    "HueJitterAug",
+    "ColorJitterAug",
+    "LightingAug",
+    "ColorNormalizeAug",
+    "RandomGrayAug",
+    "HorizontalFlipAug",
+    "CastAug",
+    "CreateAugmenter",
+    "ImageIter",
 ]
 
 
@@ -544,9 +569,22 @@ def _require_rgb_f32(src, name):
         )
 
 
-def CreateAugmenter(data_shape, resize=0, rand_crop=False, rand_resize=False, rand_mirror=False,
-                    mean=None, std=None, brightness=0, contrast=0, saturation=0, hue=0,
-                    pca_noise=0, rand_gray=0, inter_method=2):
+def CreateAugmenter(
+    data_shape,
+    resize=0,
+    rand_crop=False,
+    rand_resize=False,
+    rand_mirror=False,
+    mean=None,
+    std=None,
+    brightness=0,
+    contrast=0,
+    saturation=0,
+    hue=0,
+    pca_noise=0,
+    rand_gray=0,
+    inter_method=2,
+):
     """The standard augmenter list (MXNet's): optional ResizeAug(resize);
     RandomSizedCropAug (rand_resize), RandomCropAug (rand_crop) or
     CenterCropAug to data_shape (c, h, w); HorizontalFlipAug(0.5) with
@@ -625,10 +663,26 @@ class ImageIter(io.DataIter):
     at the wait on the batch's data, naming the image.
     """
 
-    def __init__(self, batch_size, data_shape, label_width=1, path_imgrec=None, path_imglist=None,
-                 path_root=None, path_imgidx=None, shuffle=False, part_index=0, num_parts=1, aug_list=None,
-                 imglist=None, data_name="data", label_name="softmax_label", dtype="float32",
-                 last_batch_handle="pad", **kwargs):
+    def __init__(
+        self,
+        batch_size,
+        data_shape,
+        label_width=1,
+        path_imgrec=None,
+        path_imglist=None,
+        path_root=None,
+        path_imgidx=None,
+        shuffle=False,
+        part_index=0,
+        num_parts=1,
+        aug_list=None,
+        imglist=None,
+        data_name="data",
+        label_name="softmax_label",
+        dtype="float32",
+        last_batch_handle="pad",
+        **kwargs,
+    ):
         super(ImageIter, self).__init__()
         assert path_imgrec or path_imglist or (isinstance(imglist, list))
         assert dtype in ["int32", "float32", "int64", "float64"], dtype + " label not supported"
@@ -703,12 +757,14 @@ class ImageIter(io.DataIter):
             assert part_index < num_parts
             N = len(self.seq)
             C = N // num_parts
-            self.seq = self.seq[part_index * C:(part_index + 1) * C]
+            self.seq = self.seq[part_index * C : (part_index + 1) * C]
         if aug_list is None:
             self.auglist = CreateAugmenter(data_shape, **kwargs)
         else:
             if kwargs:
-                raise TypeError("ImageIter: unexpected arguments %s (augmenter arguments go with aug_list=None)" % sorted(kwargs))
+                raise TypeError(
+                    "ImageIter: unexpected arguments %s (augmenter arguments go with aug_list=None)" % sorted(kwargs)
+                )
             self.auglist = aug_list
         self.cur = 0
         self._allow_read = True

@@ -1,4 +1,5 @@
 """Data iterators (``mx.io``)."""
+
 from .io import (  # noqa: F401
     DataBatch,
     DataDesc,
@@ -10,5 +11,11 @@ from .io import (  # noqa: F401
 )
 
 __all__ = [
-    "DataBatch", "DataDesc", "DataIter", "ImageRecordIter", "ImageRecordUInt8Iter", "NDArrayIter", "ResizeIter",
+    "DataBatch",
+    "DataDesc",
+    "DataIter",
+    "ImageRecordIter",
+    "ImageRecordUInt8Iter",
+    "NDArrayIter",
+    "ResizeIter",
 ]

@@ -2,6 +2,7 @@
 NDArrayIter, and ImageRecordIter / ImageRecordUInt8Iter over the Rust
 record pipeline (decode, augment and batch in Rust threads, GIL released).
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict, namedtuple
@@ -12,8 +13,13 @@ from .. import _native
 from ..ndarray import NDArray, array
 
 __all__ = [
-    "DataDesc", "DataBatch", "DataIter", "ResizeIter", "NDArrayIter",
-    "ImageRecordIter", "ImageRecordUInt8Iter",
+    "DataDesc",
+    "DataBatch",
+    "DataIter",
+    "ResizeIter",
+    "NDArrayIter",
+    "ImageRecordIter",
+    "ImageRecordUInt8Iter",
 ]
 
 
@@ -53,8 +59,7 @@ class DataBatch(object):
     """One batch: lists of data and label NDArrays, the number of padding
     examples at the end (``pad``), their indices, and optional descriptions."""
 
-    def __init__(self, data, label=None, pad=None, index=None, bucket_key=None,
-                 provide_data=None, provide_label=None):
+    def __init__(self, data, label=None, pad=None, index=None, bucket_key=None, provide_data=None, provide_label=None):
         if data is not None:
             assert isinstance(data, (list, tuple)), "Data must be list of NDArrays"
         if label is not None:
@@ -183,9 +188,7 @@ def _init_data(data, allow_empty, default_name):
             try:
                 data[k] = array(v)
             except Exception as e:  # noqa: BLE001
-                raise TypeError(
-                    "Invalid type '%s' for %s, should be NDArray or numpy.ndarray" % (type(v), k)
-                ) from e
+                raise TypeError("Invalid type '%s' for %s, should be NDArray or numpy.ndarray" % (type(v), k)) from e
     return list(sorted(data.items()))
 
 
@@ -206,13 +209,21 @@ class NDArrayIter(DataIter):
         Position of 'N' gives the batch axis.
     """
 
-    def __init__(self, data, label=None, batch_size=1, shuffle=False, last_batch_handle="pad",
-                 data_name="data", label_name="softmax_label", layout="NCHW"):
+    def __init__(
+        self,
+        data,
+        label=None,
+        batch_size=1,
+        shuffle=False,
+        last_batch_handle="pad",
+        data_name="data",
+        label_name="softmax_label",
+        layout="NCHW",
+    ):
         super(NDArrayIter, self).__init__(batch_size)
         if last_batch_handle not in ("pad", "discard", "roll_over"):
             raise ValueError(
-                "NDArrayIter: last_batch_handle must be 'pad', 'discard' or 'roll_over', got %r"
-                % (last_batch_handle,)
+                "NDArrayIter: last_batch_handle must be 'pad', 'discard' or 'roll_over', got %r" % (last_batch_handle,)
             )
         self.data = _init_data(data, allow_empty=False, default_name=data_name)
         self.label = _init_data(label, allow_empty=True, default_name=label_name)
@@ -244,7 +255,9 @@ class NDArrayIter(DataIter):
     def _descs(self, items):
         ax = self._axis
         return [
-            DataDesc(k, tuple(list(v.shape[:ax]) + [self.batch_size] + list(v.shape[ax + 1:])), v.dtype, layout=self.layout)
+            DataDesc(
+                k, tuple(list(v.shape[:ax]) + [self.batch_size] + list(v.shape[ax + 1 :])), v.dtype, layout=self.layout
+            )
             for k, v in items
         ]
 
@@ -364,23 +377,77 @@ class NDArrayIter(DataIter):
 # MXNet parameters of ImageRecordIter that this implementation does not
 # support; passing one of them (with a non-default value) raises.
 _UNSUPPORTED = {
-    "path_imglist", "path_imgrec_idx", "aug_seq", "max_rotate_angle", "max_aspect_ratio", "max_shear_ratio",
-    "max_crop_size", "min_crop_size", "max_random_scale", "min_random_scale", "max_random_area",
-    "min_random_area", "max_img_size", "min_img_size", "random_h", "random_s", "random_l",
-    "rotate", "fill_value", "pad", "brightness", "contrast", "saturation", "pca_noise",
-    "random_resized_crop", "max_random_contrast", "max_random_illumination", "mean_img",
-    "mean_a", "std_a", "verbose", "shuffle_chunk_size", "shuffle_chunk_seed", "ctx", "device_id",
-    "num_decode_threads", "label_pad_width", "label_pad_value", "seed_aug", "rotate_list",
+    "path_imglist",
+    "path_imgrec_idx",
+    "aug_seq",
+    "max_rotate_angle",
+    "max_aspect_ratio",
+    "max_shear_ratio",
+    "max_crop_size",
+    "min_crop_size",
+    "max_random_scale",
+    "min_random_scale",
+    "max_random_area",
+    "min_random_area",
+    "max_img_size",
+    "min_img_size",
+    "random_h",
+    "random_s",
+    "random_l",
+    "rotate",
+    "fill_value",
+    "pad",
+    "brightness",
+    "contrast",
+    "saturation",
+    "pca_noise",
+    "random_resized_crop",
+    "max_random_contrast",
+    "max_random_illumination",
+    "mean_img",
+    "mean_a",
+    "std_a",
+    "verbose",
+    "shuffle_chunk_size",
+    "shuffle_chunk_seed",
+    "ctx",
+    "device_id",
+    "num_decode_threads",
+    "label_pad_width",
+    "label_pad_value",
+    "seed_aug",
+    "rotate_list",
     "use_fp16",
 }
 # Parameters accepted only at their MXNet default (a no-op there).
 _DEFAULT_ONLY = {
-    "max_rotate_angle": 0, "max_aspect_ratio": 0.0, "max_shear_ratio": 0.0, "max_random_scale": 1.0,
-    "min_random_scale": 1.0, "max_random_area": 1.0, "min_random_area": 1.0, "random_h": 0, "random_s": 0,
-    "random_l": 0, "rotate": -1, "fill_value": 255, "pad": 0, "brightness": 0.0, "contrast": 0.0,
-    "saturation": 0.0, "pca_noise": 0.0, "random_resized_crop": False, "max_random_contrast": 0.0,
-    "max_random_illumination": 0.0, "mean_img": "", "verbose": True, "label_pad_width": 0,
-    "label_pad_value": 0.0, "ctx": "cpu", "device_id": 0, "use_fp16": False,
+    "max_rotate_angle": 0,
+    "max_aspect_ratio": 0.0,
+    "max_shear_ratio": 0.0,
+    "max_random_scale": 1.0,
+    "min_random_scale": 1.0,
+    "max_random_area": 1.0,
+    "min_random_area": 1.0,
+    "random_h": 0,
+    "random_s": 0,
+    "random_l": 0,
+    "rotate": -1,
+    "fill_value": 255,
+    "pad": 0,
+    "brightness": 0.0,
+    "contrast": 0.0,
+    "saturation": 0.0,
+    "pca_noise": 0.0,
+    "random_resized_crop": False,
+    "max_random_contrast": 0.0,
+    "max_random_illumination": 0.0,
+    "mean_img": "",
+    "verbose": True,
+    "label_pad_width": 0,
+    "label_pad_value": 0.0,
+    "ctx": "cpu",
+    "device_id": 0,
+    "use_fp16": False,
 }
 
 
@@ -412,11 +479,36 @@ class ImageRecordIter(DataIter):
     mean_img, ...) raise ValueError unless given at their no-op default.
     """
 
-    def __init__(self, path_imgrec=None, data_shape=None, batch_size=None, path_imgidx="", label_width=1,
-                 shuffle=False, seed=0, preprocess_threads=4, prefetch_buffer=4, round_batch=True,
-                 part_index=0, num_parts=1, resize=-1, rand_crop=False, rand_mirror=False,
-                 mean_r=0.0, mean_g=0.0, mean_b=0.0, std_r=1.0, std_g=1.0, std_b=1.0, scale=1.0,
-                 inter_method=1, data_name="data", label_name="softmax_label", dtype="float32", **kwargs):
+    def __init__(
+        self,
+        path_imgrec=None,
+        data_shape=None,
+        batch_size=None,
+        path_imgidx="",
+        label_width=1,
+        shuffle=False,
+        seed=0,
+        preprocess_threads=4,
+        prefetch_buffer=4,
+        round_batch=True,
+        part_index=0,
+        num_parts=1,
+        resize=-1,
+        rand_crop=False,
+        rand_mirror=False,
+        mean_r=0.0,
+        mean_g=0.0,
+        mean_b=0.0,
+        std_r=1.0,
+        std_g=1.0,
+        std_b=1.0,
+        scale=1.0,
+        inter_method=1,
+        data_name="data",
+        label_name="softmax_label",
+        dtype="float32",
+        **kwargs,
+    ):
         super(ImageRecordIter, self).__init__()
         name = self.__class__.__name__
         for k, v in kwargs.items():
@@ -431,7 +523,9 @@ class ImageRecordIter(DataIter):
             raise ValueError("%s: data_shape and batch_size are required" % name)
         data_shape = tuple(int(x) for x in data_shape)
         if len(data_shape) != 3 or data_shape[0] not in (1, 3):
-            raise ValueError("%s: data_shape %s must be (channels, height, width) with 1 or 3 channels" % (name, data_shape))
+            raise ValueError(
+                "%s: data_shape %s must be (channels, height, width) with 1 or 3 channels" % (name, data_shape)
+            )
         batch_size = int(batch_size)
         if batch_size <= 0:
             raise ValueError("%s: batch_size must be positive, got %d" % (name, batch_size))

@@ -9,6 +9,7 @@ threads; records are written in list order. ``--encoding .jpg`` (the
 default, unless --pass-through) needs Pillow for JPEG encoding;
 ``--encoding .png`` and ``--pass-through`` need nothing else.
 """
+
 from __future__ import print_function
 
 import argparse
@@ -70,7 +71,7 @@ def make_list(args):
     N = len(image_list)
     chunk_size = (N + args.chunks - 1) // args.chunks
     for i in range(args.chunks):
-        chunk = image_list[i * chunk_size:(i + 1) * chunk_size]
+        chunk = image_list[i * chunk_size : (i + 1) * chunk_size]
         str_chunk = "_%d" % i if args.chunks > 1 else ""
         sep = int(chunk_size * args.train_ratio)
         sep_test = int(chunk_size * args.test_ratio)
@@ -80,8 +81,8 @@ def make_list(args):
             if args.test_ratio:
                 write_list(args.prefix + str_chunk + "_test.lst", chunk[:sep_test])
             if args.train_ratio + args.test_ratio < 1.0:
-                write_list(args.prefix + str_chunk + "_val.lst", chunk[sep_test + sep:])
-            write_list(args.prefix + str_chunk + "_train.lst", chunk[sep_test:sep_test + sep])
+                write_list(args.prefix + str_chunk + "_val.lst", chunk[sep_test + sep :])
+            write_list(args.prefix + str_chunk + "_train.lst", chunk[sep_test : sep_test + sep])
 
 
 def read_list(path_in):
@@ -208,33 +209,51 @@ def parse_args(argv=None):
     parser.add_argument("prefix", help="prefix of input/output lst and rec files.")
     parser.add_argument("root", help="path to folder containing images.")
     cgroup = parser.add_argument_group("Options for creating image lists")
-    cgroup.add_argument("--list", action="store_true",
-                        help="create image list(s) by traversing root folder and output to <prefix>.lst; "
-                        "otherwise read <prefix>.lst and create a database at <prefix>.rec")
-    cgroup.add_argument("--exts", nargs="+", default=[".jpeg", ".jpg", ".png"],
-                        help="list of acceptable image extensions.")
+    cgroup.add_argument(
+        "--list",
+        action="store_true",
+        help="create image list(s) by traversing root folder and output to <prefix>.lst; "
+        "otherwise read <prefix>.lst and create a database at <prefix>.rec",
+    )
+    cgroup.add_argument(
+        "--exts", nargs="+", default=[".jpeg", ".jpg", ".png"], help="list of acceptable image extensions."
+    )
     cgroup.add_argument("--chunks", type=int, default=1, help="number of chunks.")
     cgroup.add_argument("--train-ratio", type=float, default=1.0, help="Ratio of images to use for training.")
     cgroup.add_argument("--test-ratio", type=float, default=0, help="Ratio of images to use for testing.")
-    cgroup.add_argument("--recursive", action="store_true",
-                        help="recursively walk through subdirs and assign a unique label to images in each folder")
-    cgroup.add_argument("--no-shuffle", dest="shuffle", action="store_false",
-                        help="do not randomize the image order in <prefix>.lst")
+    cgroup.add_argument(
+        "--recursive",
+        action="store_true",
+        help="recursively walk through subdirs and assign a unique label to images in each folder",
+    )
+    cgroup.add_argument(
+        "--no-shuffle", dest="shuffle", action="store_false", help="do not randomize the image order in <prefix>.lst"
+    )
     rgroup = parser.add_argument_group("Options for creating database")
-    rgroup.add_argument("--pass-through", action="store_true",
-                        help="whether to skip transformation and save image as is")
+    rgroup.add_argument(
+        "--pass-through", action="store_true", help="whether to skip transformation and save image as is"
+    )
     rgroup.add_argument("--resize", type=int, default=0, help="resize the shorter edge of image to the newsize")
-    rgroup.add_argument("--center-crop", action="store_true",
-                        help="specify whether to crop the center image to make it rectangular.")
-    rgroup.add_argument("--quality", type=int, default=95,
-                        help="JPEG quality for encoding, 1-100; or PNG compression for encoding, 1-9")
+    rgroup.add_argument(
+        "--center-crop", action="store_true", help="specify whether to crop the center image to make it rectangular."
+    )
+    rgroup.add_argument(
+        "--quality", type=int, default=95, help="JPEG quality for encoding, 1-100; or PNG compression for encoding, 1-9"
+    )
     rgroup.add_argument("--num-thread", type=int, default=1, help="number of threads to use for encoding")
-    rgroup.add_argument("--color", type=int, default=1, choices=[-1, 0, 1],
-                        help="1: colour (default); 0: grayscale; -1: as 1 (alpha is dropped)")
-    rgroup.add_argument("--encoding", type=str, default=".jpg", choices=[".jpg", ".png"],
-                        help="specify the encoding of the images.")
-    rgroup.add_argument("--pack-label", action="store_true",
-                        help="Whether to also pack multi dimensional label in the record file")
+    rgroup.add_argument(
+        "--color",
+        type=int,
+        default=1,
+        choices=[-1, 0, 1],
+        help="1: colour (default); 0: grayscale; -1: as 1 (alpha is dropped)",
+    )
+    rgroup.add_argument(
+        "--encoding", type=str, default=".jpg", choices=[".jpg", ".png"], help="specify the encoding of the images."
+    )
+    rgroup.add_argument(
+        "--pack-label", action="store_true", help="Whether to also pack multi dimensional label in the record file"
+    )
     args = parser.parse_args(argv)
     args.prefix = os.path.abspath(args.prefix)
     args.root = os.path.abspath(args.root)
@@ -251,8 +270,11 @@ def main(argv=None):
         try:
             import PIL  # noqa: F401
         except ImportError:
-            print("im2rec: --encoding .jpg needs Pillow (pip install pillow); "
-                  "use --encoding .png or --pass-through without it", file=sys.stderr)
+            print(
+                "im2rec: --encoding .jpg needs Pillow (pip install pillow); "
+                "use --encoding .png or --pass-through without it",
+                file=sys.stderr,
+            )
             return 2
     if os.path.isdir(args.prefix):
         working_dir = args.prefix

@@ -23,6 +23,21 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Run a decoder entry point, turning a panic on malformed data into an error.
+fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(Error::Decode(format!("{what}: the decoder failed on malformed data: {msg}")))
+        }
+    }
+}
+
 // ------------------------------------------------------------- RecordIO
 
 /// Sequential/positional reader of a RecordIO file.
@@ -249,10 +264,10 @@ fn imdecode(
             }
         }
     };
-    let (h, w, c) = py.detach(|| image::decode_shape(&data, flag)).map_err(&at).py_err()?;
+    let (h, w, c) = py.detach(|| guarded("imdecode", || image::decode_shape(&data, flag))).map_err(&at).py_err()?;
     throttle(py);
     let a = push_map("imdecode", None, out_core(out), vec![h, w, c], DType::U8, move |_, dst| {
-        let img = image::imdecode(&data, flag, to_rgb).map_err(at)?;
+        let img = guarded("imdecode", || image::imdecode(&data, flag, to_rgb)).map_err(at)?;
         if img.shape() != (h, w, c) {
             return Err(Error::Decode(format!(
                 "imdecode: the decoded image is {:?}, its header said {:?}",
@@ -271,14 +286,14 @@ fn imdecode(
 #[pyfunction]
 #[pyo3(signature = (buf, flag=1))]
 fn decode_shape(py: Python<'_>, buf: &[u8], flag: i32) -> PyResult<(usize, usize, usize)> {
-    py.detach(|| image::decode_shape(buf, flag)).py_err()
+    py.detach(|| guarded("imdecode", || image::decode_shape(buf, flag))).py_err()
 }
 
 /// Decode synchronously (GIL released) into a NumPy-ready (bytes, shape).
 #[pyfunction]
 #[pyo3(signature = (buf, flag=1, to_rgb=true))]
 fn imdecode_bytes<'py>(py: Python<'py>, buf: &[u8], flag: i32, to_rgb: bool) -> PyResult<(Bound<'py, PyBytes>, (usize, usize, usize))> {
-    let img = py.detach(|| image::imdecode(buf, flag, to_rgb)).py_err()?;
+    let img = py.detach(|| guarded("imdecode", || image::imdecode(buf, flag, to_rgb))).py_err()?;
     Ok((PyBytes::new(py, &img.data), img.shape()))
 }
 
