@@ -112,7 +112,10 @@ def main():
             std=True,
         )
         t0 = time.perf_counter()
-        n = sum(b.data[0].shape[0] - b.pad for b in it)
+        n = 0
+        for b in it:
+            b.data[0].wait_to_read()  # the batch is assembled on the engine
+            n += b.data[0].shape[0] - b.pad
         print("ImageIter: %d images in %.2f s" % (n, time.perf_counter() - t0))
 
         # 7. NDArrayIter over in-memory arrays
