@@ -172,6 +172,12 @@ def test_imagerecorditer_center_matches_mxnet():
     assert [[d.name, list(d.shape)] for d in it.provide_label] == [["softmax_label", [4, 2]]]
     it.reset()
     assert len(list(it)) == 2
+    it.reset()
+    assert it.iter_next() and it.getpad() == 0 and it.getdata().shape == (4, 3, 24, 32)
+    assert it.getlabel().asnumpy()[:, 0].tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert it.getindex().tolist() == [0, 1, 2, 3]
+    assert it.iter_next() and it.getpad() == 2
+    assert not it.iter_next()
 
 
 def test_imagerecorditer_variants():

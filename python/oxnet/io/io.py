@@ -607,7 +607,30 @@ class ImageRecordIter(DataIter):
         return DataBatch([data], [label], pad=pad, index=np.asarray(indices, dtype=np.uint64))
 
     def iter_next(self):
-        raise NotImplementedError("ImageRecordIter: use next()")
+        """Fetch the next batch for getdata()/getlabel()/getpad()/getindex();
+        False at the end of the epoch."""
+        try:
+            self._cur = self.next()
+        except StopIteration:
+            self._cur = None
+            return False
+        return True
+
+    def getdata(self):
+        """The data NDArray of the batch fetched by iter_next()."""
+        return self._cur.data[0]
+
+    def getlabel(self):
+        """The label NDArray of the batch fetched by iter_next()."""
+        return self._cur.label[0]
+
+    def getpad(self):
+        """Padding examples at the end of the batch fetched by iter_next()."""
+        return self._cur.pad
+
+    def getindex(self):
+        """Record indices of the batch fetched by iter_next()."""
+        return self._cur.index
 
 
 def _same(a, b):
