@@ -7,7 +7,9 @@ use crate::ndarray::{wrap, NDArray};
 use oxnet_core::base::fmt_shape;
 use oxnet_core::engine;
 use oxnet_core::io::image::{self, ImageView, Interp, Normalize, Rect, Resizer};
-use oxnet_core::io::pipeline::{AugmentConfig, BatchData, LastBatch, OutDType, Pipeline, PipelineConfig, RecordSource};
+use oxnet_core::io::pipeline::{
+    AugmentConfig, BatchData, LastBatch, OutDType, Pipeline, PipelineConfig, RecordSource,
+};
 use oxnet_core::io::recordio::{RecordReader as CoreReader, RecordWriter as CoreWriter};
 use oxnet_core::ndarray::{Blob, NDArray as Core};
 use oxnet_core::{Context, DType, Error, Result};
@@ -33,7 +35,9 @@ fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
                 .map(|s| s.to_string())
                 .or_else(|| p.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".into());
-            Err(Error::Decode(format!("{what}: the decoder failed on malformed data: {msg}")))
+            Err(Error::Decode(format!(
+                "{what}: the decoder failed on malformed data: {msg}"
+            )))
         }
     }
 }
@@ -48,7 +52,11 @@ struct RecordReader {
 }
 
 impl RecordReader {
-    fn with<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut CoreReader<BufReader<File>>) -> Result<T> + Send) -> PyResult<T> {
+    fn with<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut CoreReader<BufReader<File>>) -> Result<T> + Send,
+    ) -> PyResult<T> {
         let path = self.path.clone();
         py.detach(|| {
             let mut g = lock(&self.inner);
@@ -68,7 +76,10 @@ impl RecordReader {
     fn new(py: Python<'_>, path: String) -> PyResult<Self> {
         let p = path.clone();
         let r = py.detach(move || CoreReader::open(&p)).py_err()?;
-        Ok(RecordReader { inner: Mutex::new(Some(r)), path })
+        Ok(RecordReader {
+            inner: Mutex::new(Some(r)),
+            path,
+        })
     }
     /// The next record as bytes, or None at the end of the file.
     fn read<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
@@ -105,7 +116,11 @@ struct RecordWriter {
 }
 
 impl RecordWriter {
-    fn with<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut CoreWriter<BufWriter<File>>) -> Result<T> + Send) -> PyResult<T> {
+    fn with<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut CoreWriter<BufWriter<File>>) -> Result<T> + Send,
+    ) -> PyResult<T> {
         let path = self.path.clone();
         py.detach(|| {
             let mut g = lock(&self.inner);
@@ -125,7 +140,10 @@ impl RecordWriter {
     fn new(py: Python<'_>, path: String) -> PyResult<Self> {
         let p = path.clone();
         let w = py.detach(move || CoreWriter::create(&p)).py_err()?;
-        Ok(RecordWriter { inner: Mutex::new(Some(w)), path })
+        Ok(RecordWriter {
+            inner: Mutex::new(Some(w)),
+            path,
+        })
     }
     /// Append one record; returns the byte offset it starts at.
     fn write(&self, py: Python<'_>, buf: &[u8]) -> PyResult<u64> {
@@ -264,20 +282,30 @@ fn imdecode(
             }
         }
     };
-    let (h, w, c) = py.detach(|| guarded("imdecode", || image::decode_shape(&data, flag))).map_err(&at).py_err()?;
+    let (h, w, c) = py
+        .detach(|| guarded("imdecode", || image::decode_shape(&data, flag)))
+        .map_err(&at)
+        .py_err()?;
     throttle(py);
-    let a = push_map("imdecode", None, out_core(out), vec![h, w, c], DType::U8, move |_, dst| {
-        let img = guarded("imdecode", || image::imdecode(&data, flag, to_rgb)).map_err(at)?;
-        if img.shape() != (h, w, c) {
-            return Err(Error::Decode(format!(
-                "imdecode: the decoded image is {:?}, its header said {:?}",
-                img.shape(),
-                (h, w, c)
-            )));
-        }
-        dst.bytes_mut().copy_from_slice(&img.data);
-        Ok(())
-    })
+    let a = push_map(
+        "imdecode",
+        None,
+        out_core(out),
+        vec![h, w, c],
+        DType::U8,
+        move |_, dst| {
+            let img = guarded("imdecode", || image::imdecode(&data, flag, to_rgb)).map_err(at)?;
+            if img.shape() != (h, w, c) {
+                return Err(Error::Decode(format!(
+                    "imdecode: the decoded image is {:?}, its header said {:?}",
+                    img.shape(),
+                    (h, w, c)
+                )));
+            }
+            dst.bytes_mut().copy_from_slice(&img.data);
+            Ok(())
+        },
+    )
     .py_err()?;
     wrap(py, a)
 }
@@ -286,20 +314,30 @@ fn imdecode(
 #[pyfunction]
 #[pyo3(signature = (buf, flag=1))]
 fn decode_shape(py: Python<'_>, buf: &[u8], flag: i32) -> PyResult<(usize, usize, usize)> {
-    py.detach(|| guarded("imdecode", || image::decode_shape(buf, flag))).py_err()
+    py.detach(|| guarded("imdecode", || image::decode_shape(buf, flag)))
+        .py_err()
 }
 
 /// Decode synchronously (GIL released) into a NumPy-ready (bytes, shape).
 #[pyfunction]
 #[pyo3(signature = (buf, flag=1, to_rgb=true))]
-fn imdecode_bytes<'py>(py: Python<'py>, buf: &[u8], flag: i32, to_rgb: bool) -> PyResult<(Bound<'py, PyBytes>, (usize, usize, usize))> {
-    let img = py.detach(|| guarded("imdecode", || image::imdecode(buf, flag, to_rgb))).py_err()?;
+fn imdecode_bytes<'py>(
+    py: Python<'py>,
+    buf: &[u8],
+    flag: i32,
+    to_rgb: bool,
+) -> PyResult<(Bound<'py, PyBytes>, (usize, usize, usize))> {
+    let img = py
+        .detach(|| guarded("imdecode", || image::imdecode(buf, flag, to_rgb)))
+        .py_err()?;
     Ok((PyBytes::new(py, &img.data), img.shape()))
 }
 
 fn interp_of(code: i32) -> Result<Interp> {
     if !(0..=4).contains(&code) {
-        return Err(Error::Param(format!("Unknown interp method {code} (resolve 9/10 before calling; 0-4 here)")));
+        return Err(Error::Param(format!(
+            "Unknown interp method {code} (resolve 9/10 before calling; 0-4 here)"
+        )));
     }
     Interp::from_mxnet(code, (1, 1), (1, 1), None)
 }
@@ -321,11 +359,18 @@ fn image_resize(
     need_u8("imresize", &s).py_err()?;
     let (sh, sw, c) = hwc("imresize", &s).py_err()?;
     if w == 0 || h == 0 {
-        return Err(PyValueError::new_err(format!("imresize: output size w={w}, h={h} must be positive")));
+        return Err(PyValueError::new_err(format!(
+            "imresize: output size w={w}, h={h} must be positive"
+        )));
     }
     let r = match rect {
         Some((x, y, rw, rh)) => Rect { x, y, w: rw, h: rh },
-        None => Rect { x: 0, y: 0, w: sw, h: sh },
+        None => Rect {
+            x: 0,
+            y: 0,
+            w: sw,
+            h: sh,
+        },
     };
     if r.w == 0 || r.h == 0 || r.x + r.w > sw || r.y + r.h > sh {
         return Err(PyValueError::new_err(format!(
@@ -338,20 +383,27 @@ fn image_resize(
     shape[0] = h;
     shape[1] = w;
     throttle(py);
-    let a = push_map("imresize", Some(&s), out_core(out), shape, DType::U8, move |sb, db| {
-        let sb = sb.expect("source");
-        let view = ImageView::new(sh, sw, c, sb.bytes())?;
-        if (r.w, r.h) == (w, h) {
-            // a plain crop
-            let dst = db.bytes_mut();
-            for y in 0..h {
-                let from = ((r.y + y) * sw + r.x) * c;
-                dst[y * w * c..(y + 1) * w * c].copy_from_slice(&view.data[from..from + w * c]);
+    let a = push_map(
+        "imresize",
+        Some(&s),
+        out_core(out),
+        shape,
+        DType::U8,
+        move |sb, db| {
+            let sb = sb.expect("source");
+            let view = ImageView::new(sh, sw, c, sb.bytes())?;
+            if (r.w, r.h) == (w, h) {
+                // a plain crop
+                let dst = db.bytes_mut();
+                for y in 0..h {
+                    let from = ((r.y + y) * sw + r.x) * c;
+                    dst[y * w * c..(y + 1) * w * c].copy_from_slice(&view.data[from..from + w * c]);
+                }
+                return Ok(());
             }
-            return Ok(());
-        }
-        Resizer::new().resize_into(view, r, db.bytes_mut(), w, h, it)
-    })
+            Resizer::new().resize_into(view, r, db.bytes_mut(), w, h, it)
+        },
+    )
     .py_err()?;
     wrap(py, a)
 }
@@ -363,18 +415,25 @@ fn image_flip_lr(py: Python<'_>, src: PyRef<'_, NDArray>) -> PyResult<Py<NDArray
     let (h, w, c) = hwc("flip", &s).py_err()?;
     let px = c * s.dtype().size();
     throttle(py);
-    let a = push_map("flip", Some(&s), None, s.shape.clone(), s.dtype(), move |sb, db| {
-        let sb = sb.expect("source");
-        let (src, dst) = (sb.bytes(), db.bytes_mut());
-        for y in 0..h {
-            let row = y * w * px;
-            for x in 0..w {
-                let from = row + (w - 1 - x) * px;
-                dst[row + x * px..row + (x + 1) * px].copy_from_slice(&src[from..from + px]);
+    let a = push_map(
+        "flip",
+        Some(&s),
+        None,
+        s.shape.clone(),
+        s.dtype(),
+        move |sb, db| {
+            let sb = sb.expect("source");
+            let (src, dst) = (sb.bytes(), db.bytes_mut());
+            for y in 0..h {
+                let row = y * w * px;
+                for x in 0..w {
+                    let from = row + (w - 1 - x) * px;
+                    dst[row + x * px..row + (x + 1) * px].copy_from_slice(&src[from..from + px]);
+                }
             }
-        }
-        Ok(())
-    })
+            Ok(())
+        },
+    )
     .py_err()?;
     wrap(py, a)
 }
@@ -462,25 +521,32 @@ fn image_copy_make_border(
     }
     throttle(py);
     let px = c * es;
-    let a = push_map("copyMakeBorder", Some(&s), out_core(out), shape, dt, move |sb, db| {
-        let sb = sb.expect("source");
-        let (src, dst) = (sb.bytes(), db.bytes_mut());
-        for y in 0..nh {
-            let sy = border_index(y as isize - top as isize, h as isize, border_type);
-            for x in 0..nw {
-                let sx = border_index(x as isize - left as isize, w as isize, border_type);
-                let d = &mut dst[(y * nw + x) * px..(y * nw + x + 1) * px];
-                match (sy, sx) {
-                    (Some(sy), Some(sx)) => {
-                        let from = (sy as usize * w + sx as usize) * px;
-                        d.copy_from_slice(&src[from..from + px]);
+    let a = push_map(
+        "copyMakeBorder",
+        Some(&s),
+        out_core(out),
+        shape,
+        dt,
+        move |sb, db| {
+            let sb = sb.expect("source");
+            let (src, dst) = (sb.bytes(), db.bytes_mut());
+            for y in 0..nh {
+                let sy = border_index(y as isize - top as isize, h as isize, border_type);
+                for x in 0..nw {
+                    let sx = border_index(x as isize - left as isize, w as isize, border_type);
+                    let d = &mut dst[(y * nw + x) * px..(y * nw + x + 1) * px];
+                    match (sy, sx) {
+                        (Some(sy), Some(sx)) => {
+                            let from = (sy as usize * w + sx as usize) * px;
+                            d.copy_from_slice(&src[from..from + px]);
+                        }
+                        _ => d.copy_from_slice(&fill),
                     }
-                    _ => d.copy_from_slice(&fill),
                 }
             }
-        }
-        Ok(())
-    })
+            Ok(())
+        },
+    )
     .py_err()?;
     wrap(py, a)
 }
@@ -493,7 +559,13 @@ fn image_copy_make_border(
 /// With `inplace`, `src` itself is updated and returned.
 #[pyfunction]
 #[pyo3(signature = (src, kind, params, inplace=false))]
-fn image_color(py: Python<'_>, src: PyRef<'_, NDArray>, kind: String, params: Vec<f32>, inplace: bool) -> PyResult<Py<NDArray>> {
+fn image_color(
+    py: Python<'_>,
+    src: PyRef<'_, NDArray>,
+    kind: String,
+    params: Vec<f32>,
+    inplace: bool,
+) -> PyResult<Py<NDArray>> {
     let s = src.inner.clone();
     need_f32(&kind, &s).py_err()?;
     let (_, _, c) = hwc(&kind, &s).py_err()?;
@@ -502,10 +574,17 @@ fn image_color(py: Python<'_>, src: PyRef<'_, NDArray>, kind: String, params: Ve
         "lighting" => 15,
         "matrix" => 9,
         "normalize" => 2 * c,
-        _ => return Err(PyValueError::new_err(format!("image_color: unknown operation {kind:?}"))),
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "image_color: unknown operation {kind:?}"
+            )))
+        }
     };
     if params.len() != need {
-        return Err(PyValueError::new_err(format!("{kind}: expected {need} parameters, got {}", params.len())));
+        return Err(PyValueError::new_err(format!(
+            "{kind}: expected {need} parameters, got {}",
+            params.len()
+        )));
     }
     if kind != "brightness" && kind != "normalize" && c != 3 {
         return Err(PyValueError::new_err(format!(
@@ -524,40 +603,51 @@ fn image_color(py: Python<'_>, src: PyRef<'_, NDArray>, kind: String, params: Ve
         _ => "color_normalize",
     };
     let out = if inplace { Some(s.clone()) } else { None };
-    let a = push_map(name, Some(&s), out, s.shape.clone(), DType::F32, move |sb, db| {
-        let dst = db.data_mut::<f32>();
-        if !inplace {
-            dst.copy_from_slice(sb.expect("source").data::<f32>());
-        }
-        let p = &params;
-        match kind.as_str() {
-            "brightness" => image::adjust_brightness(dst, p[0]),
-            "contrast" => image::adjust_contrast(dst, p[0])?,
-            "saturation" => image::adjust_saturation(dst, p[0])?,
-            "hue" => image::adjust_hue(dst, p[0])?,
-            "lighting" => {
-                let ev = [[p[6], p[7], p[8]], [p[9], p[10], p[11]], [p[12], p[13], p[14]]];
-                image::adjust_lighting(dst, [p[0], p[1], p[2]], [p[3], p[4], p[5]], ev)?
+    let a = push_map(
+        name,
+        Some(&s),
+        out,
+        s.shape.clone(),
+        DType::F32,
+        move |sb, db| {
+            let dst = db.data_mut::<f32>();
+            if !inplace {
+                dst.copy_from_slice(sb.expect("source").data::<f32>());
             }
-            "matrix" => {
-                for px in dst.chunks_exact_mut(3) {
-                    let (r, g, b) = (px[0], px[1], px[2]);
-                    for j in 0..3 {
-                        px[j] = r * p[j] + g * p[3 + j] + b * p[6 + j];
+            let p = &params;
+            match kind.as_str() {
+                "brightness" => image::adjust_brightness(dst, p[0]),
+                "contrast" => image::adjust_contrast(dst, p[0])?,
+                "saturation" => image::adjust_saturation(dst, p[0])?,
+                "hue" => image::adjust_hue(dst, p[0])?,
+                "lighting" => {
+                    let ev = [
+                        [p[6], p[7], p[8]],
+                        [p[9], p[10], p[11]],
+                        [p[12], p[13], p[14]],
+                    ];
+                    image::adjust_lighting(dst, [p[0], p[1], p[2]], [p[3], p[4], p[5]], ev)?
+                }
+                "matrix" => {
+                    for px in dst.chunks_exact_mut(3) {
+                        let (r, g, b) = (px[0], px[1], px[2]);
+                        for j in 0..3 {
+                            px[j] = r * p[j] + g * p[3 + j] + b * p[6 + j];
+                        }
+                    }
+                }
+                _ => {
+                    let (mean, std) = p.split_at(c);
+                    for px in dst.chunks_exact_mut(c) {
+                        for k in 0..c {
+                            px[k] = (px[k] - mean[k]) / std[k];
+                        }
                     }
                 }
             }
-            _ => {
-                let (mean, std) = p.split_at(c);
-                for px in dst.chunks_exact_mut(c) {
-                    for k in 0..c {
-                        px[k] = (px[k] - mean[k]) / std[k];
-                    }
-                }
-            }
-        }
-        Ok(())
-    })
+            Ok(())
+        },
+    )
     .py_err()?;
     wrap(py, a)
 }
@@ -565,11 +655,20 @@ fn image_color(py: Python<'_>, src: PyRef<'_, NDArray>, kind: String, params: Ve
 /// Write an HWC image (uint8 or float32) as CHW into row `index` of a
 /// float32 batch of shape (N, C, H, W) (ImageIter's batch assembly).
 #[pyfunction]
-fn image_to_batch(py: Python<'_>, src: PyRef<'_, NDArray>, batch: PyRef<'_, NDArray>, index: usize) -> PyResult<()> {
+fn image_to_batch(
+    py: Python<'_>,
+    src: PyRef<'_, NDArray>,
+    batch: PyRef<'_, NDArray>,
+    index: usize,
+) -> PyResult<()> {
     let s = src.inner.clone();
     let b = batch.inner.clone();
     let (h, w, c) = hwc("ImageIter", &s).py_err()?;
-    if b.dtype() != DType::F32 || b.shape.len() != 4 || index >= b.shape[0] || b.shape[1..] != [c, h, w] {
+    if b.dtype() != DType::F32
+        || b.shape.len() != 4
+        || index >= b.shape[0]
+        || b.shape[1..] != [c, h, w]
+    {
         return Err(PyValueError::new_err(format!(
             "ImageIter: an augmented image of shape {} (HWC) does not fit row {index} of the batch of shape {} and dtype {} \
              (check data_shape and the augmenters' output size)",
@@ -580,7 +679,10 @@ fn image_to_batch(py: Python<'_>, src: PyRef<'_, NDArray>, batch: PyRef<'_, NDAr
     }
     let sd = s.dtype();
     if sd != DType::U8 && sd != DType::F32 {
-        return Err(PyValueError::new_err(format!("ImageIter: images must be uint8 or float32, got {}", sd.name())));
+        return Err(PyValueError::new_err(format!(
+            "ImageIter: images must be uint8 or float32, got {}",
+            sd.name()
+        )));
     }
     throttle(py);
     let s2 = s.clone();
@@ -623,9 +725,15 @@ fn image_to_batch(py: Python<'_>, src: PyRef<'_, NDArray>, batch: PyRef<'_, NDAr
 
 /// Write a (h, w, c) uint8 image (RGB order) as PNG bytes (lossless).
 #[pyfunction]
-fn encode_png<'py>(py: Python<'py>, data: &[u8], shape: (usize, usize, usize)) -> PyResult<Bound<'py, PyBytes>> {
+fn encode_png<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    shape: (usize, usize, usize),
+) -> PyResult<Bound<'py, PyBytes>> {
     let (h, w, c) = shape;
-    let out = py.detach(|| image::encode_png(ImageView::new(h, w, c, data)?)).py_err()?;
+    let out = py
+        .detach(|| image::encode_png(ImageView::new(h, w, c, data)?))
+        .py_err()?;
     Ok(PyBytes::new(py, &out))
 }
 
@@ -682,7 +790,11 @@ impl ImagePipeline {
         aug.rand_crop = rand_crop;
         aug.rand_mirror = rand_mirror;
         aug.inter_method = inter_method;
-        aug.norm = Normalize { mean: mean.unwrap_or(vec![0.0; c]), std: std.unwrap_or(vec![1.0; c]), scale };
+        aug.norm = Normalize {
+            mean: mean.unwrap_or(vec![0.0; c]),
+            std: std.unwrap_or(vec![1.0; c]),
+            scale,
+        };
         let mut cfg = PipelineConfig::new(batch_size);
         cfg.label_width = label_width;
         cfg.shuffle = shuffle;
@@ -696,12 +808,20 @@ impl ImagePipeline {
             "discard" => LastBatch::Discard,
             "roll_over" => LastBatch::RollOver,
             "zeros" => LastBatch::Zeros,
-            o => return Err(PyValueError::new_err(format!("last_batch_handle {o:?} must be 'pad', 'discard', 'roll_over' or 'zeros'"))),
+            o => {
+                return Err(PyValueError::new_err(format!(
+                    "last_batch_handle {o:?} must be 'pad', 'discard', 'roll_over' or 'zeros'"
+                )))
+            }
         };
         cfg.dtype = match dtype {
             "float32" => OutDType::F32,
             "uint8" => OutDType::U8,
-            o => return Err(PyValueError::new_err(format!("ImageRecordIter: dtype {o:?} is not supported ('float32' or 'uint8')"))),
+            o => {
+                return Err(PyValueError::new_err(format!(
+                    "ImageRecordIter: dtype {o:?} is not supported ('float32' or 'uint8')"
+                )))
+            }
         };
         let p = py
             .detach(move || {
@@ -712,22 +832,37 @@ impl ImagePipeline {
                     },
                     (None, Some(items)) => RecordSource::Files {
                         root: PathBuf::from(root.unwrap_or_default()),
-                        items: items.into_iter().map(|(p, l)| (PathBuf::from(p), l)).collect(),
+                        items: items
+                            .into_iter()
+                            .map(|(p, l)| (PathBuf::from(p), l))
+                            .collect(),
                     },
-                    _ => return Err(Error::Param("ImagePipeline: give either path_imgrec or items".into())),
+                    _ => {
+                        return Err(Error::Param(
+                            "ImagePipeline: give either path_imgrec or items".into(),
+                        ))
+                    }
                 };
                 Pipeline::new(source, aug, cfg)
             })
             .py_err()?;
         let num_records = p.num_records();
-        Ok(ImagePipeline { inner: Mutex::new(p), num_records, data_shape, batch_size })
+        Ok(ImagePipeline {
+            inner: Mutex::new(p),
+            num_records,
+            data_shape,
+            batch_size,
+        })
     }
 
     /// The next batch as (data, label, pad, indices), or None at the end of
     /// the epoch. A batch with undecodable records raises (naming them);
     /// the following call goes on with the next batch.
     #[allow(clippy::type_complexity)]
-    fn next(&self, py: Python<'_>) -> PyResult<Option<(Py<NDArray>, Py<NDArray>, usize, Vec<usize>)>> {
+    fn next(
+        &self,
+        py: Python<'_>,
+    ) -> PyResult<Option<(Py<NDArray>, Py<NDArray>, usize, Vec<usize>)>> {
         let res = py
             .detach(|| -> Result<Option<(Core, Core, usize, Vec<usize>)>> {
                 let mut p = lock(&self.inner);
