@@ -16,6 +16,7 @@ from . import autograd
 from . import operator
 from . import profiler
 from . import test_utils
+from . import recordio, io, image  # noqa: E402
 
 
 

@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 
 mod autograd;
 mod errors;
+mod io;
 mod ndarray;
 mod ops;
 mod profiler;
@@ -22,5 +23,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     autograd::register(m)?;
     serialize::register(m)?;
     profiler::register(m)?;
+    io::register(m)?;
     Ok(())
 }

@@ -128,9 +128,20 @@ pub fn decode_shape(data: &[u8], flag: i32) -> Result<(usize, usize, usize)> {
             Ok((info.height as usize, info.width as usize, c))
         }
         Some(ImageFormat::Png) => {
-            let mut d = zune_png::PngDecoder::new_with_options(ZCursor::new(data), png_options());
-            d.decode_headers().map_err(|e| Error::Decode(format!("imdecode: invalid PNG: {e:?}")))?;
-            let (w, h) = d.dimensions().ok_or_else(|| Error::Decode("imdecode: invalid PNG headers".into()))?;
+            // The IHDR chunk comes first: read it directly (zune-png's
+            // header pass walks every chunk, so a truncated file would fail
+            // here instead of at the decode).
+            if data.len() < 24 || &data[12..16] != b"IHDR" {
+                return Err(Error::Decode(format!(
+                    "imdecode: invalid PNG: no IHDR chunk after the signature ({})",
+                    describe_start(data)
+                )));
+            }
+            let w = u32::from_be_bytes([data[16], data[17], data[18], data[19]]) as usize;
+            let h = u32::from_be_bytes([data[20], data[21], data[22], data[23]]) as usize;
+            if w == 0 || h == 0 || w > MAX_SIDE || h > MAX_SIDE || w * h > MAX_PIXELS {
+                return Err(Error::Decode(format!("imdecode: PNG size {w}x{h} is empty or too large")));
+            }
             Ok((h, w, c))
         }
         None => Err(unknown_format(data)),
@@ -301,6 +312,29 @@ pub fn swap_rb(img: &mut Image) {
     }
 }
 
+/// Encode an HWC u8 image (1 to 4 channels, RGB order) as PNG (lossless),
+/// for `mx.recordio.pack_img(..., img_fmt='.png')`.
+pub fn encode_png(src: ImageView<'_>) -> Result<Vec<u8>> {
+    use zune_core::bit_depth::BitDepth;
+    use zune_core::options::EncoderOptions;
+    check_dims("encode_png", src.height, src.width, src.channels, src.data.len())?;
+    if src.height == 0 || src.width == 0 {
+        return Err(Error::Shape("encode_png: the image is empty".into()));
+    }
+    let cs = match src.channels {
+        1 => ColorSpace::Luma,
+        2 => ColorSpace::LumaA,
+        3 => ColorSpace::RGB,
+        4 => ColorSpace::RGBA,
+        c => return Err(Error::Shape(format!("encode_png: {c} channels cannot be written as PNG (1 to 4)"))),
+    };
+    let opts = EncoderOptions::new(src.width, src.height, cs, BitDepth::Eight);
+    let mut enc = zune_png::PngEncoder::new(src.data, opts);
+    let mut out: Vec<u8> = Vec::new();
+    enc.encode(&mut out).map_err(|e| Error::Io(format!("encode_png: {e:?}")))?;
+    Ok(out)
+}
+
 // ---------------------------------------------------------------- resizing
 
 /// MXNet / OpenCV interpolation codes.
@@ -431,6 +465,10 @@ impl Resizer {
             nearest(src, rect, dst, dst_w, dst_h);
             return Ok(());
         }
+        if interp == Interp::Area {
+            area(src, rect, dst, dst_w, dst_h);
+            return Ok(());
+        }
         let pt = pixel_type(c)?;
         let fe = |e: &dyn std::fmt::Display| Error::Op { op: "imresize".into(), msg: e.to_string() };
         let src_img = fir::images::ImageRef::new(src.width as u32, src.height as u32, src.data, pt).map_err(|e| fe(&e))?;
@@ -443,13 +481,7 @@ impl Resizer {
             Interp::Lanczos => fir::ResizeAlg::Interpolation(fir::FilterType::Custom(
                 fir::Filter::new("lanczos4", lanczos4, 4.0).map_err(|e| fe(&e))?,
             )),
-            Interp::Area => {
-                if dst_w <= rect.w && dst_h <= rect.h {
-                    fir::ResizeAlg::Convolution(fir::FilterType::Box)
-                } else {
-                    fir::ResizeAlg::Interpolation(fir::FilterType::Bilinear)
-                }
-            }
+            Interp::Area => unreachable!(),
             Interp::Nearest => unreachable!(),
         };
         let opts = fir::ResizeOptions::new()
@@ -490,6 +522,93 @@ fn nearest(src: ImageView<'_>, rect: Rect, dst: &mut [u8], dw: usize, dh: usize)
         let drow = &mut dst[y * dw * c..(y + 1) * dw * c];
         for (x, &sx) in xs.iter().enumerate() {
             drow[x * c..x * c + c].copy_from_slice(&srow[sx * c..sx * c + c]);
+        }
+    }
+}
+
+/// Per-axis taps of OpenCV's INTER_AREA: (source index, weight) lists.
+/// Shrinking (src >= dst): exact area overlap of each output cell, divided
+/// by the cell size. Enlarging: two taps where an output pixel straddles a
+/// source boundary (OpenCV's `fx = (dx+1) - (sx+1)/scale` rule), else one.
+fn area_taps(src: usize, dst: usize, shrink: bool) -> Vec<Vec<(usize, f32)>> {
+    let scale = src as f64 / dst as f64;
+    let mut out = Vec::with_capacity(dst);
+    for d in 0..dst {
+        let mut taps = Vec::with_capacity(4);
+        if shrink {
+            let fs1 = d as f64 * scale;
+            let fs2 = fs1 + scale;
+            let cell = scale.min(src as f64 - fs1);
+            let s2 = (fs2.floor() as usize).min(src - 1);
+            let s1 = (fs1.ceil() as usize).min(s2);
+            if s1 as f64 - fs1 > 1e-3 && s1 >= 1 {
+                taps.push((s1 - 1, ((s1 as f64 - fs1) / cell) as f32));
+            }
+            for s in s1..s2 {
+                taps.push((s, (1.0 / cell) as f32));
+            }
+            if fs2 - s2 as f64 > 1e-3 {
+                taps.push((s2, (((fs2 - s2 as f64).min(1.0)).min(cell) / cell) as f32));
+            }
+        } else {
+            let inv = dst as f64 / src as f64;
+            let mut s = (d as f64 * scale).floor() as isize;
+            let mut f = (d as f64 + 1.0) - (s as f64 + 1.0) * inv;
+            f = if f <= 0.0 { 0.0 } else { f - f.floor() };
+            if s < 0 {
+                s = 0;
+                f = 0.0;
+            }
+            if s as usize >= src - 1 {
+                s = src as isize - 1;
+                f = 0.0;
+            }
+            let s = s as usize;
+            taps.push((s, (1.0 - f) as f32));
+            if f > 0.0 {
+                taps.push((s + 1, f as f32));
+            }
+        }
+        out.push(taps);
+    }
+    out
+}
+
+/// OpenCV INTER_AREA (MXNet interp=3) on the region `rect` of `src`: area
+/// averaging when both sides shrink, OpenCV's area-style linear weights
+/// otherwise; float accumulation, rounded to nearest.
+fn area(src: ImageView<'_>, rect: Rect, dst: &mut [u8], dw: usize, dh: usize) {
+    let c = src.channels;
+    let shrink = dw <= rect.w && dh <= rect.h;
+    let xt = area_taps(rect.w, dw, shrink);
+    let yt = area_taps(rect.h, dh, shrink);
+    // horizontal pass over the rows of the region
+    let mut rows = vec![0f32; rect.h * dw * c];
+    for y in 0..rect.h {
+        let srow = &src.data[((rect.y + y) * src.width + rect.x) * c..][..rect.w * c];
+        let orow = &mut rows[y * dw * c..(y + 1) * dw * c];
+        for (x, taps) in xt.iter().enumerate() {
+            for k in 0..c {
+                let mut acc = 0f32;
+                for &(s, wgt) in taps {
+                    acc += srow[s * c + k] as f32 * wgt;
+                }
+                orow[x * c + k] = acc;
+            }
+        }
+    }
+    // vertical pass
+    let mut acc = vec![0f32; dw * c];
+    for (y, taps) in yt.iter().enumerate() {
+        acc.fill(0.0);
+        for &(s, wgt) in taps {
+            let r = &rows[s * dw * c..(s + 1) * dw * c];
+            for (a, v) in acc.iter_mut().zip(r) {
+                *a += v * wgt;
+            }
+        }
+        for (o, a) in dst[y * dw * c..(y + 1) * dw * c].iter_mut().zip(&acc) {
+            *o = a.round_ties_even().clamp(0.0, 255.0) as u8;
         }
     }
 }

@@ -114,6 +114,10 @@ pub enum LastBatch {
     Discard,
     /// Carry its records over to the front of the next epoch.
     RollOver,
+    /// Emit it with the missing slots zeroed and `pad` 0 (MXNet's
+    /// ImageRecordIter with `round_batch=False`); `indices` is shorter
+    /// than the batch.
+    Zeros,
 }
 
 #[derive(Debug, Clone)]
@@ -323,6 +327,7 @@ impl Pipeline {
             match cfg.last_batch {
                 LastBatch::Discard => {}
                 LastBatch::RollOver => carry = rest.to_vec(),
+                LastBatch::Zeros => batches.push((rest.to_vec(), 0)),
                 LastBatch::Pad => {
                     let mut v = rest.to_vec();
                     let pad = bs - rest.len();
@@ -438,6 +443,7 @@ fn produce(
         let results: Vec<Result<()>> = shared.pool.install(|| match &mut data {
             BatchData::F32(v) => {
                 v.resize(bs * per, 0.0);
+                v[indices.len() * per..].fill(0.0);
                 v
                     .par_chunks_mut(per)
                     .zip(labels.par_chunks_mut(lw))
@@ -454,6 +460,7 @@ fn produce(
             }
             BatchData::U8(v) => {
                 v.resize(bs * per, 0);
+                v[indices.len() * per..].fill(0);
                 v
                     .par_chunks_mut(per)
                     .zip(labels.par_chunks_mut(lw))
@@ -816,6 +823,23 @@ mod tests {
         cfg.last_batch = LastBatch::Discard;
         let mut p = Pipeline::new(src.clone(), small.clone(), cfg).unwrap();
         assert_eq!(ids(&mut p), vec![vec![0, 1, 2, 3, 4], vec![5, 6, 7, 8, 9]]);
+        // zeros (round_batch=False): a short last batch, zero-filled, pad 0
+        let mut cfg = PipelineConfig::new(5);
+        cfg.last_batch = LastBatch::Zeros;
+        cfg.label_width = 2;
+        let mut p = Pipeline::new(src.clone(), small.clone(), cfg).unwrap();
+        let mut bs = Vec::new();
+        while let Some(b) = p.next_batch().unwrap() {
+            bs.push(b);
+        }
+        assert_eq!(bs.len(), 3);
+        assert_eq!(bs[2].indices, vec![10, 11]);
+        assert_eq!(bs[2].pad, 0);
+        let BatchData::F32(d) = &bs[2].data else { panic!() };
+        assert_eq!(d.len(), 5 * 3 * 64);
+        assert!(d[2 * 192..].iter().all(|v| *v == 0.0));
+        assert!(d[..2 * 192].iter().any(|v| *v != 0.0));
+        assert_eq!(&bs[2].label[4..], &[0.0; 6]);
         // roll over: 10, 11 start the next epoch
         let mut cfg = PipelineConfig::new(5);
         cfg.last_batch = LastBatch::RollOver;

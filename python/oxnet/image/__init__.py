@@ -1,0 +1,4 @@
+"""Image decoding, transforms, augmenters and iterators (``mx.image``)."""
+
+from .image import *  # noqa: F401,F403
+from .image import __all__  # noqa: F401

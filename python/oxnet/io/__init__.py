@@ -1,0 +1,21 @@
+"""Data iterators (``mx.io``)."""
+
+from .io import (  # noqa: F401
+    DataBatch,
+    DataDesc,
+    DataIter,
+    ImageRecordIter,
+    ImageRecordUInt8Iter,
+    NDArrayIter,
+    ResizeIter,
+)
+
+__all__ = [
+    "DataBatch",
+    "DataDesc",
+    "DataIter",
+    "ImageRecordIter",
+    "ImageRecordUInt8Iter",
+    "NDArrayIter",
+    "ResizeIter",
+]

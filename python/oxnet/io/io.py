@@ -1,0 +1,648 @@
+"""Data iterators (``mx.io``): DataDesc, DataBatch, DataIter, ResizeIter,
+NDArrayIter, and ImageRecordIter / ImageRecordUInt8Iter over the Rust
+record pipeline (decode, augment and batch in Rust threads, GIL released).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, namedtuple
+
+import numpy as np
+
+from .. import _native
+from ..ndarray import NDArray, array
+
+__all__ = [
+    "DataDesc",
+    "DataBatch",
+    "DataIter",
+    "ResizeIter",
+    "NDArrayIter",
+    "ImageRecordIter",
+    "ImageRecordUInt8Iter",
+]
+
+
+class DataDesc(namedtuple("DataDesc", ["name", "shape"])):
+    """Name, shape, dtype and layout of one input of a data iterator.
+
+    ``DataDesc(name, shape, dtype=np.float32, layout='NCHW')``; it is a
+    (name, shape) tuple with ``dtype`` and ``layout`` attributes.
+    """
+
+    def __new__(cls, name, shape, dtype=np.float32, layout="NCHW"):
+        ret = super(DataDesc, cls).__new__(cls, name, shape)
+        ret.dtype = dtype
+        ret.layout = layout
+        return ret
+
+    def __repr__(self):
+        return "DataDesc[%s,%s,%s,%s]" % (self.name, self.shape, self.dtype, self.layout)
+
+    @staticmethod
+    def get_batch_axis(layout):
+        """The index of 'N' in ``layout`` (0 when layout is None)."""
+        if layout is None:
+            return 0
+        return layout.find("N")
+
+    @staticmethod
+    def get_list(shapes, types):
+        """DataDescs from a list of (name, shape) and optional (name, dtype)."""
+        if types is not None:
+            type_dict = dict(types)
+            return [DataDesc(x[0], x[1], type_dict[x[0]]) for x in shapes]
+        return [DataDesc(x[0], x[1]) for x in shapes]
+
+
+class DataBatch(object):
+    """One batch: lists of data and label NDArrays, the number of padding
+    examples at the end (``pad``), their indices, and optional descriptions."""
+
+    def __init__(self, data, label=None, pad=None, index=None, bucket_key=None, provide_data=None, provide_label=None):
+        if data is not None:
+            assert isinstance(data, (list, tuple)), "Data must be list of NDArrays"
+        if label is not None:
+            assert isinstance(label, (list, tuple)), "Label must be list of NDArrays"
+        self.data = data
+        self.label = label
+        self.pad = pad
+        self.index = index
+        self.bucket_key = bucket_key
+        self.provide_data = provide_data
+        self.provide_label = provide_label
+
+    def __str__(self):
+        data_shapes = [d.shape for d in self.data]
+        label_shapes = [lab.shape for lab in self.label] if self.label else None
+        return "{}: data shapes: {} label shapes: {}".format(self.__class__.__name__, data_shapes, label_shapes)
+
+
+class DataIter(object):
+    """Base class of data iterators: ``next()`` returns a DataBatch or
+    raises StopIteration; ``reset()`` starts over. Subclasses implement
+    ``iter_next``/``getdata``/``getlabel``/``getpad`` or ``next``."""
+
+    def __init__(self, batch_size=0):
+        self.batch_size = batch_size
+
+    def __iter__(self):
+        return self
+
+    def reset(self):
+        """Reset the iterator to the beginning of the data."""
+
+    def next(self):
+        """The next DataBatch (StopIteration at the end)."""
+        if self.iter_next():
+            return DataBatch(data=self.getdata(), label=self.getlabel(), pad=self.getpad(), index=self.getindex())
+        raise StopIteration
+
+    def __next__(self):
+        return self.next()
+
+    def iter_next(self):
+        """Move to the next batch; True if there is one."""
+
+    def getdata(self):
+        """The data of the current batch (list of NDArrays)."""
+
+    def getlabel(self):
+        """The label of the current batch (list of NDArrays)."""
+
+    def getindex(self):
+        """The indices of the current batch (None if unknown)."""
+        return None
+
+    def getpad(self):
+        """The number of padding examples in the current batch."""
+
+
+class ResizeIter(DataIter):
+    """Make ``data_iter`` yield exactly ``size`` batches per epoch, restarting
+    it (or stopping early) as needed."""
+
+    def __init__(self, data_iter, size, reset_internal=True):
+        super(ResizeIter, self).__init__()
+        self.data_iter = data_iter
+        self.size = size
+        self.reset_internal = reset_internal
+        self.cur = 0
+        self.current_batch = None
+        self.provide_data = data_iter.provide_data
+        self.provide_label = data_iter.provide_label
+        self.batch_size = data_iter.batch_size
+        if hasattr(data_iter, "default_bucket_key"):
+            self.default_bucket_key = data_iter.default_bucket_key
+
+    def reset(self):
+        """Start a new epoch of ``size`` batches."""
+        self.cur = 0
+        if self.reset_internal:
+            self.data_iter.reset()
+
+    def iter_next(self):
+        """Fetch the next batch, restarting the inner iterator at its end."""
+        if self.cur == self.size:
+            return False
+        try:
+            self.current_batch = self.data_iter.next()
+        except StopIteration:
+            self.data_iter.reset()
+            self.current_batch = self.data_iter.next()
+        self.cur += 1
+        return True
+
+    def getdata(self):
+        return self.current_batch.data
+
+    def getlabel(self):
+        return self.current_batch.label
+
+    def getindex(self):
+        return self.current_batch.index
+
+    def getpad(self):
+        return self.current_batch.pad
+
+
+def _init_data(data, allow_empty, default_name):
+    """Normalise NDArrayIter input to a sorted list of (name, NDArray)."""
+    assert (data is not None) or allow_empty
+    if data is None:
+        data = []
+    if isinstance(data, (np.ndarray, NDArray)):
+        data = [data]
+    if isinstance(data, list):
+        if not allow_empty:
+            assert len(data) > 0
+        if len(data) == 1:
+            data = OrderedDict([(default_name, data[0])])
+        else:
+            data = OrderedDict([("_%d_%s" % (i, default_name), d) for i, d in enumerate(data)])
+    if not isinstance(data, dict):
+        raise TypeError("Input must be NDArray, numpy.ndarray, a list of them or dict with them as values")
+    data = dict(data)
+    for k, v in data.items():
+        if not isinstance(v, NDArray):
+            try:
+                data[k] = array(v)
+            except Exception as e:  # noqa: BLE001
+                raise TypeError("Invalid type '%s' for %s, should be NDArray or numpy.ndarray" % (type(v), k)) from e
+    return list(sorted(data.items()))
+
+
+class NDArrayIter(DataIter):
+    """Iterate over NDArrays / NumPy arrays in batches of ``batch_size``.
+
+    Parameters
+    ----------
+    data, label : array, list of arrays or dict of name -> array
+    batch_size : int
+    shuffle : bool
+        Shuffle the examples (NumPy's global random state) at every reset.
+    last_batch_handle : str
+        'pad' (fill the last batch from the start; ``pad`` says how many),
+        'discard' (drop it) or 'roll_over' (carry it into the next epoch).
+    data_name, label_name : str
+    layout : str
+        Position of 'N' gives the batch axis.
+    """
+
+    def __init__(
+        self,
+        data,
+        label=None,
+        batch_size=1,
+        shuffle=False,
+        last_batch_handle="pad",
+        data_name="data",
+        label_name="softmax_label",
+        layout="NCHW",
+    ):
+        super(NDArrayIter, self).__init__(batch_size)
+        if last_batch_handle not in ("pad", "discard", "roll_over"):
+            raise ValueError(
+                "NDArrayIter: last_batch_handle must be 'pad', 'discard' or 'roll_over', got %r" % (last_batch_handle,)
+            )
+        self.data = _init_data(data, allow_empty=False, default_name=data_name)
+        self.label = _init_data(label, allow_empty=True, default_name=label_name)
+        self.layout = layout
+        self._axis = layout.find("N")
+        if self._axis < 0:
+            raise ValueError("NDArrayIter: layout %r has no batch axis 'N'" % (layout,))
+        n = self.data[0][1].shape[self._axis]
+        for k, v in self.data + self.label:
+            if v.shape[self._axis] != n:
+                raise ValueError(
+                    "NDArrayIter: %s has %d examples along axis %d, but %s has %d"
+                    % (k, v.shape[self._axis], self._axis, self.data[0][0], n)
+                )
+        self._np = {k: v.asnumpy() for k, v in self.data + self.label}
+        self._ctx = {k: v.context for k, v in self.data + self.label}
+        self.idx = np.arange(n)
+        self.shuffle = shuffle
+        self.last_batch_handle = last_batch_handle
+        self.batch_size = batch_size
+        self.cursor = -self.batch_size
+        self.num_data = n
+        self._cache_data = None
+        self._cache_label = None
+        self.reset()
+        self.data_list = [x[1] for x in self.data] + [x[1] for x in self.label]
+        self.num_source = len(self.data_list)
+
+    def _descs(self, items):
+        ax = self._axis
+        return [
+            DataDesc(
+                k, tuple(list(v.shape[:ax]) + [self.batch_size] + list(v.shape[ax + 1 :])), v.dtype, layout=self.layout
+            )
+            for k, v in items
+        ]
+
+    @property
+    def provide_data(self):
+        """DataDescs of the data (batch axis = batch_size)."""
+        return self._descs(self.data)
+
+    @property
+    def provide_label(self):
+        """DataDescs of the labels."""
+        return self._descs(self.label)
+
+    def hard_reset(self):
+        """Back to the very beginning, dropping roll-over data."""
+        if self.shuffle:
+            self._shuffle_data()
+        self.cursor = -self.batch_size
+        self._cache_data = None
+        self._cache_label = None
+
+    def reset(self):
+        """Start a new epoch (reshuffle; roll-over data goes first)."""
+        if self.shuffle:
+            self._shuffle_data()
+        if self.last_batch_handle == "roll_over" and self.num_data - self.batch_size < self.cursor < self.num_data:
+            self.cursor = self.cursor - self.num_data - self.batch_size
+        else:
+            self.cursor = -self.batch_size
+
+    def iter_next(self):
+        """Advance the cursor; True while there is data."""
+        self.cursor += self.batch_size
+        return self.cursor < self.num_data
+
+    def next(self):
+        """The next DataBatch (StopIteration at the end of the epoch)."""
+        if not self.iter_next():
+            raise StopIteration
+        data = self.getdata()
+        label = self.getlabel()
+        if data[0].shape[self._axis] != self.batch_size:
+            self._cache_data = data
+            self._cache_label = label
+            raise StopIteration
+        return DataBatch(data=data, label=label, pad=self.getpad(), index=None)
+
+    def _take(self, source, start=None, end=None):
+        start = 0 if start is None else start
+        end = self.num_data if end is None else end
+        return [np.take(self._np[k], np.arange(start, end), axis=self._axis) for k, _ in source]
+
+    def _concat(self, first, second):
+        if not first or not second:
+            return first if first else second
+        return [np.concatenate([a, b], axis=self._axis) for a, b in zip(first, second)]
+
+    def _to_nd(self, source, parts):
+        return [array(p, ctx=self._ctx[k], dtype=p.dtype) for (k, _), p in zip(source, parts)]
+
+    def _batchify(self, source, cache):
+        assert self.cursor < self.num_data, "DataIter needs reset."
+        if self.last_batch_handle == "roll_over" and -self.batch_size < self.cursor < 0:
+            assert cache is not None, "next epoch should have cached data"
+            second = self._take(source, end=self.cursor + self.batch_size)
+            first = [c.asnumpy() for c in cache]
+            return self._to_nd(source, self._concat(first, second))
+        if self.last_batch_handle == "pad" and self.cursor + self.batch_size > self.num_data:
+            pad = self.batch_size - self.num_data + self.cursor
+            first = self._take(source, start=self.cursor)
+            if pad > self.num_data:
+                repeats = pad // self.num_data
+                whole = self._take(source, end=self.num_data)
+                second = [np.concatenate([w] * repeats, axis=self._axis) for w in whole]
+                if pad % self.num_data != 0:
+                    second = self._concat(second, self._take(source, end=pad % self.num_data))
+            else:
+                second = self._take(source, end=pad)
+            return self._to_nd(source, self._concat(first, second))
+        end = min(self.cursor + self.batch_size, self.num_data)
+        return self._to_nd(source, self._take(source, self.cursor, end))
+
+    def getdata(self):
+        """The data of the current batch (list of NDArrays)."""
+        out = self._batchify(self.data, self._cache_data)
+        if self.last_batch_handle == "roll_over" and -self.batch_size < self.cursor < 0:
+            self._cache_data = None
+        return out
+
+    def getlabel(self):
+        """The labels of the current batch (list of NDArrays)."""
+        out = self._batchify(self.label, self._cache_label)
+        if self.last_batch_handle == "roll_over" and -self.batch_size < self.cursor < 0:
+            self._cache_label = None
+        return out
+
+    def getpad(self):
+        """How many examples at the end of the batch are padding."""
+        if self.last_batch_handle == "pad" and self.cursor + self.batch_size > self.num_data:
+            return self.cursor + self.batch_size - self.num_data
+        if self.last_batch_handle == "roll_over" and -self.batch_size < self.cursor < 0:
+            return -self.cursor
+        return 0
+
+    def _shuffle_data(self):
+        np.random.shuffle(self.idx)
+        for k in list(self._np):
+            self._np[k] = np.take(self._np[k], self.idx, axis=self._axis)
+        self.data = [(k, array(self._np[k], ctx=self._ctx[k], dtype=self._np[k].dtype)) for k, _ in self.data]
+        self.label = [(k, array(self._np[k], ctx=self._ctx[k], dtype=self._np[k].dtype)) for k, _ in self.label]
+
+
+# ------------------------------------------------------------------------
+# ImageRecordIter
+# ------------------------------------------------------------------------
+
+# MXNet parameters of ImageRecordIter that this implementation does not
+# support; passing one of them (with a non-default value) raises.
+_UNSUPPORTED = {
+    "path_imglist",
+    "path_imgrec_idx",
+    "aug_seq",
+    "max_rotate_angle",
+    "max_aspect_ratio",
+    "max_shear_ratio",
+    "max_crop_size",
+    "min_crop_size",
+    "max_random_scale",
+    "min_random_scale",
+    "max_random_area",
+    "min_random_area",
+    "max_img_size",
+    "min_img_size",
+    "random_h",
+    "random_s",
+    "random_l",
+    "rotate",
+    "fill_value",
+    "pad",
+    "brightness",
+    "contrast",
+    "saturation",
+    "pca_noise",
+    "random_resized_crop",
+    "max_random_contrast",
+    "max_random_illumination",
+    "mean_img",
+    "mean_a",
+    "std_a",
+    "verbose",
+    "shuffle_chunk_size",
+    "shuffle_chunk_seed",
+    "ctx",
+    "device_id",
+    "num_decode_threads",
+    "label_pad_width",
+    "label_pad_value",
+    "seed_aug",
+    "rotate_list",
+    "use_fp16",
+}
+# Parameters accepted only at their MXNet default (a no-op there).
+_DEFAULT_ONLY = {
+    "max_rotate_angle": 0,
+    "max_aspect_ratio": 0.0,
+    "max_shear_ratio": 0.0,
+    "max_random_scale": 1.0,
+    "min_random_scale": 1.0,
+    "max_random_area": 1.0,
+    "min_random_area": 1.0,
+    "random_h": 0,
+    "random_s": 0,
+    "random_l": 0,
+    "rotate": -1,
+    "fill_value": 255,
+    "pad": 0,
+    "brightness": 0.0,
+    "contrast": 0.0,
+    "saturation": 0.0,
+    "pca_noise": 0.0,
+    "random_resized_crop": False,
+    "max_random_contrast": 0.0,
+    "max_random_illumination": 0.0,
+    "mean_img": "",
+    "verbose": True,
+    "label_pad_width": 0,
+    "label_pad_value": 0.0,
+    "ctx": "cpu",
+    "device_id": 0,
+    "use_fp16": False,
+}
+
+
+class ImageRecordIter(DataIter):
+    """Iterate over a RecordIO file of images (``im2rec`` output) in
+    batches, decoding and augmenting in Rust threads (MXNet's
+    ``mx.io.ImageRecordIter``).
+
+    Each image is decoded (RGB, or gray for data_shape[0] == 1), its
+    shorter side resized to ``resize`` (when > 0), cropped to data_shape
+    (random position with ``rand_crop``, else centred; an image smaller than
+    data_shape is cropped to its aspect and resized), mirrored with
+    probability 1/2 with ``rand_mirror``, and written CHW as
+    ``(x - mean) * scale / std``. Per-record random seeds make the output
+    independent of ``preprocess_threads``.
+
+    Parameters (MXNet's names)
+    --------------------------
+    path_imgrec, path_imgidx, data_shape, batch_size, label_width=1,
+    shuffle=False, seed=0, preprocess_threads=4, prefetch_buffer=4,
+    round_batch=True (pad the last batch from the start; False: the last
+    batch is returned with its missing slots zeroed and pad 0, as MXNet does),
+    part_index=0, num_parts=1, resize=-1, rand_crop=False,
+    rand_mirror=False, mean_r/g/b=0, std_r/g/b=1, scale=1, inter_method=1,
+    data_name='data', label_name='softmax_label', dtype='float32'
+    ('float32' or 'uint8'; uint8 skips normalisation).
+
+    Other MXNet parameters (rotation, random scale/aspect, colour jitter,
+    mean_img, ...) raise ValueError unless given at their no-op default.
+    """
+
+    def __init__(
+        self,
+        path_imgrec=None,
+        data_shape=None,
+        batch_size=None,
+        path_imgidx="",
+        label_width=1,
+        shuffle=False,
+        seed=0,
+        preprocess_threads=4,
+        prefetch_buffer=4,
+        round_batch=True,
+        part_index=0,
+        num_parts=1,
+        resize=-1,
+        rand_crop=False,
+        rand_mirror=False,
+        mean_r=0.0,
+        mean_g=0.0,
+        mean_b=0.0,
+        std_r=1.0,
+        std_g=1.0,
+        std_b=1.0,
+        scale=1.0,
+        inter_method=1,
+        data_name="data",
+        label_name="softmax_label",
+        dtype="float32",
+        **kwargs,
+    ):
+        super(ImageRecordIter, self).__init__()
+        name = self.__class__.__name__
+        for k, v in kwargs.items():
+            if k in _DEFAULT_ONLY and _same(v, _DEFAULT_ONLY[k]):
+                continue
+            if k in _UNSUPPORTED:
+                raise ValueError("%s: parameter %s=%r is not supported by oxnet" % (name, k, v))
+            raise TypeError("%s: unknown parameter %r" % (name, k))
+        if not path_imgrec:
+            raise ValueError("%s: path_imgrec is required" % name)
+        if data_shape is None or batch_size is None:
+            raise ValueError("%s: data_shape and batch_size are required" % name)
+        data_shape = tuple(int(x) for x in data_shape)
+        if len(data_shape) != 3 or data_shape[0] not in (1, 3):
+            raise ValueError(
+                "%s: data_shape %s must be (channels, height, width) with 1 or 3 channels" % (name, data_shape)
+            )
+        batch_size = int(batch_size)
+        if batch_size <= 0:
+            raise ValueError("%s: batch_size must be positive, got %d" % (name, batch_size))
+        if str(dtype) not in ("float32", "uint8"):
+            raise ValueError("%s: dtype %r is not supported ('float32' or 'uint8')" % (name, dtype))
+        c = data_shape[0]
+        mean = [float(mean_r), float(mean_g), float(mean_b)][:c]
+        std = [float(std_r), float(std_g), float(std_b)][:c]
+        self.batch_size = batch_size
+        self.data_shape = data_shape
+        self.label_width = int(label_width)
+        self._dtype = str(dtype)
+        self._check_label_width(str(path_imgrec), name)
+        self._pipe = _native.ImagePipeline(
+            data_shape,
+            batch_size,
+            path_imgrec=str(path_imgrec),
+            path_imgidx=str(path_imgidx) if path_imgidx else None,
+            label_width=self.label_width,
+            shuffle=bool(shuffle),
+            seed=int(seed),
+            num_threads=max(1, int(preprocess_threads)),
+            prefetch=max(1, int(prefetch_buffer)),
+            part_index=int(part_index),
+            num_parts=int(num_parts),
+            last_batch="pad" if round_batch else "zeros",
+            dtype=self._dtype,
+            resize=int(resize) if resize is not None and int(resize) > 0 else None,
+            rand_crop=bool(rand_crop),
+            rand_mirror=bool(rand_mirror),
+            inter_method=int(inter_method),
+            mean=mean,
+            std=std,
+            scale=float(scale),
+        )
+        self.provide_data = [DataDesc(data_name, (batch_size,) + data_shape, np.dtype(self._dtype).type)]
+        lshape = (batch_size, self.label_width) if self.label_width > 1 else (batch_size,)
+        self.provide_label = [DataDesc(label_name, lshape, np.float32)]
+        self._started = False
+
+    def _check_label_width(self, path, name):
+        # MXNet checks the first record: its label count must be label_width.
+        first = _native.RecordReader(path).read()
+        if first is None:
+            raise ValueError("%s: %s has no records" % (name, path))
+        if len(first) < 24:
+            raise ValueError("%s: the first record of %s is too short for an image record header" % (name, path))
+        flag = int(np.frombuffer(first[:4], dtype="<u4")[0])
+        num_label = flag if flag > 0 else 1
+        if num_label != self.label_width:
+            raise ValueError(
+                "%s: %s provides %d-dimensional labels but label_width is set to %d"
+                % (name, path, num_label, self.label_width)
+            )
+
+    @property
+    def num_records(self):
+        """Records this part reads per epoch."""
+        return self._pipe.num_records
+
+    def reset(self):
+        """Start the next epoch (reshuffled with a new epoch seed)."""
+        if self._started:
+            self._pipe.reset()
+            self._started = False
+
+    def next(self):
+        """The next DataBatch; the wait for it releases the GIL. Raises
+        StopIteration at the end of the epoch, and an error naming the record
+        when a record of the batch cannot be read or decoded (the next call
+        goes on with the following batch)."""
+        self._started = True
+        res = self._pipe.next()
+        if res is None:
+            raise StopIteration
+        data, label, pad, indices = res
+        if self.label_width == 1:
+            label = label.reshape((label.shape[0],))
+        return DataBatch([data], [label], pad=pad, index=np.asarray(indices, dtype=np.uint64))
+
+    def iter_next(self):
+        """Fetch the next batch for getdata()/getlabel()/getpad()/getindex();
+        False at the end of the epoch."""
+        try:
+            self._cur = self.next()
+        except StopIteration:
+            self._cur = None
+            return False
+        return True
+
+    def getdata(self):
+        """The data NDArray of the batch fetched by iter_next()."""
+        return self._cur.data[0]
+
+    def getlabel(self):
+        """The label NDArray of the batch fetched by iter_next()."""
+        return self._cur.label[0]
+
+    def getpad(self):
+        """Padding examples at the end of the batch fetched by iter_next()."""
+        return self._cur.pad
+
+    def getindex(self):
+        """Record indices of the batch fetched by iter_next()."""
+        return self._cur.index
+
+
+def _same(a, b):
+    try:
+        return a == b or str(a) == str(b)
+    except Exception:  # noqa: BLE001
+        return False
+
+
+class ImageRecordUInt8Iter(ImageRecordIter):
+    """ImageRecordIter whose data batches are uint8 (no normalisation)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs["dtype"] = "uint8"
+        super(ImageRecordUInt8Iter, self).__init__(*args, **kwargs)

@@ -1,0 +1,344 @@
+"""ImageIter, ImageRecordIter / ImageRecordUInt8Iter and NDArrayIter against
+real MXNet 1.9.1 results (tests/data/golden_io, from make_io_golden.py)."""
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import oxnet as mx
+
+
+@pytest.fixture(autouse=True)
+def _drain_engine_errors():
+    """Errors these tests provoke on purpose must not reach later waitall()s."""
+    yield
+    try:
+        mx.nd.waitall()
+    except mx.base.MXNetError:
+        pass
+
+
+HERE = os.path.dirname(__file__)
+IMAGES = os.path.join(HERE, "..", "data", "images")
+GOLD = os.path.join(HERE, "..", "data", "golden_io")
+META = json.load(open(os.path.join(GOLD, "io.json")))
+ARR = np.load(os.path.join(GOLD, "io.npz"))
+REC = os.path.join(GOLD, "small.rec")
+IDX = os.path.join(GOLD, "small.idx")
+
+
+def seed(k):
+    random.seed(k)
+    np.random.seed(k)
+
+
+def batches(it):
+    return [{"label": b.label[0].asnumpy().tolist(), "pad": b.pad} for b in it]
+
+
+def close(a, b, atol):
+    a = a.asnumpy()
+    assert a.shape == b.shape, (a.shape, b.shape)
+    assert np.abs(a.astype(np.float64) - b).max() <= atol
+
+
+# ---------------------------------------------------------------- ImageIter
+
+
+@pytest.mark.parametrize("lbh", ["pad", "discard", "roll_over"])
+def test_imageiter_last_batch_modes(lbh):
+    it = mx.image.ImageIter(
+        4, (3, 24, 32), label_width=2, path_imgrec=REC, path_imgidx=IDX, last_batch_handle=lbh, inter_method=1
+    )
+    assert it.provide_data[0].shape == (4, 3, 24, 32)
+    assert it.provide_label[0].shape == (4, 2)
+    out = []
+    for epoch in range(2):
+        for b in it:
+            out.append({"label": b.label[0].asnumpy().tolist(), "pad": b.pad})
+            # PNG records: exact decode; center crop + bilinear resize
+            close(b.data[0], ARR["imageiter_%s_%d" % (lbh, len(out) - 1)], 2)
+        it.reset()
+    assert out == META["imageiter"][lbh]
+
+
+def test_imageiter_shuffle_and_augment_match_mxnet():
+    seed(21)
+    it = mx.image.ImageIter(
+        3,
+        (3, 24, 32),
+        label_width=2,
+        path_imgrec=REC,
+        path_imgidx=IDX,
+        shuffle=True,
+        rand_crop=True,
+        rand_mirror=True,
+        inter_method=1,
+        mean=True,
+        std=True,
+    )
+    out = []
+    for b in it:
+        out.append({"label": b.label[0].asnumpy().tolist(), "pad": b.pad})
+        close(b.data[0], ARR["imageiter_shuffle_%d" % (len(out) - 1)], 0.05)
+    assert out == META["imageiter"]["shuffle"]
+
+
+def test_imageiter_sources():
+    assert (
+        batches(mx.image.ImageIter(4, (3, 24, 32), label_width=2, path_imgrec=REC, inter_method=1))
+        == META["imageiter"]["sequential"]
+    )
+    assert (
+        batches(
+            mx.image.ImageIter(
+                2,
+                (3, 24, 32),
+                label_width=2,
+                path_imgrec=REC,
+                path_imgidx=IDX,
+                num_parts=2,
+                part_index=1,
+                inter_method=1,
+            )
+        )
+        == META["imageiter"]["part1"]
+    )
+    lst = os.path.join(GOLD, "photos.lst")
+    assert (
+        batches(mx.image.ImageIter(2, (3, 32, 32), path_imglist=lst, path_root=IMAGES, resize=40, inter_method=1))
+        == META["imageiter"]["lst"]
+    )
+    it = mx.image.ImageIter(2, (3, 32, 32), path_imglist=lst, path_root=IMAGES, resize=40, inter_method=1)
+    close(it.next().data[0], ARR["imageiter_lst_0"], 6)  # JPEG decoders round differently
+    imglist = [
+        [1.0, "chelsea_120x80.png"],
+        [[2.0, 3.0], "retina_160x120_444.jpg"],
+        [4.0, 5.0, "chelsea_160x107_thumb.jpg"],
+    ]
+    assert (
+        batches(mx.image.ImageIter(2, (3, 20, 20), imglist=imglist, path_root=IMAGES, label_width=2))
+        == META["imageiter"]["imglist"]
+    )
+
+
+def test_imageiter_broken_image_raises_at_wait(tmp_path):
+    shutil.copy(os.path.join(IMAGES, "chelsea_120x80.png"), tmp_path / "good.png")
+    data = open(os.path.join(IMAGES, "chelsea_160x107_thumb.jpg"), "rb").read()
+    (tmp_path / "trunc.jpg").write_bytes(data[:1500])
+    (tmp_path / "junk.jpg").write_bytes(b"no image here")
+    it = mx.image.ImageIter(2, (3, 16, 16), imglist=[[0.0, "good.png"], [1.0, "trunc.jpg"]], path_root=str(tmp_path))
+    b = it.next()
+    with pytest.raises(mx.base.MXNetError, match="trunc.jpg"):
+        b.data[0].asnumpy()
+    it = mx.image.ImageIter(2, (3, 16, 16), imglist=[[0.0, "good.png"], [1.0, "junk.jpg"]], path_root=str(tmp_path))
+    with pytest.raises(mx.base.MXNetError, match="junk.jpg"):
+        it.next()
+    # the engine and a fresh iterator still work
+    it = mx.image.ImageIter(1, (3, 16, 16), imglist=[[0.0, "good.png"]], path_root=str(tmp_path))
+    assert it.next().data[0].asnumpy().shape == (1, 3, 16, 16)
+
+
+# ---------------------------------------------------------- ImageRecordIter
+
+
+def test_imagerecorditer_center_matches_mxnet():
+    it = mx.io.ImageRecordIter(
+        path_imgrec=REC,
+        path_imgidx=IDX,
+        data_shape=(3, 24, 32),
+        batch_size=4,
+        label_width=2,
+        resize=30,
+        mean_r=123.0,
+        mean_g=117.0,
+        mean_b=104.0,
+        std_r=58.0,
+        std_g=57.0,
+        std_b=57.5,
+        preprocess_threads=2,
+    )
+    out = []
+    for b in it:
+        out.append({"label": b.label[0].asnumpy().tolist(), "pad": b.pad})
+        close(b.data[0], ARR["recorditer_%d" % (len(out) - 1)], 0.06)
+    assert out == META["recorditer"]["center"]
+    assert [[d.name, list(d.shape)] for d in it.provide_label] == [["softmax_label", [4, 2]]]
+    it.reset()
+    assert len(list(it)) == 2
+    it.reset()
+    assert it.iter_next() and it.getpad() == 0 and it.getdata().shape == (4, 3, 24, 32)
+    assert it.getlabel().asnumpy()[:, 0].tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert it.getindex().tolist() == [0, 1, 2, 3]
+    assert it.iter_next() and it.getpad() == 2
+    assert not it.iter_next()
+
+
+def test_imagerecorditer_variants():
+    it = mx.io.ImageRecordUInt8Iter(
+        path_imgrec=REC, path_imgidx=IDX, data_shape=(3, 24, 32), batch_size=4, label_width=2, preprocess_threads=1
+    )
+    b = it.next()
+    assert b.data[0].dtype == np.uint8
+    close(b.data[0], ARR["recorditer_u8_0"].astype(np.float64), 2)
+    it = mx.io.ImageRecordIter(
+        path_imgrec=REC, data_shape=(3, 24, 32), batch_size=4, label_width=2, round_batch=False, preprocess_threads=1
+    )
+    assert batches(it) == META["recorditer"]["no_round"]
+    it = mx.io.ImageRecordIter(path_imgrec=REC, path_imgidx=IDX, data_shape=(3, 24, 32), batch_size=2, label_width=2)
+    assert [[d.name, list(d.shape)] for d in it.provide_data] == META["recorditer"]["provide_data"]
+    assert META["recorditer"]["label_width_mismatch_raises"]
+    with pytest.raises(ValueError, match="label_width"):
+        mx.io.ImageRecordIter(path_imgrec=REC, data_shape=(3, 24, 32), batch_size=2)
+    with pytest.raises(ValueError, match="max_rotate_angle"):
+        mx.io.ImageRecordIter(path_imgrec=REC, data_shape=(3, 24, 32), batch_size=2, label_width=2, max_rotate_angle=10)
+    mx.io.ImageRecordIter(path_imgrec=REC, data_shape=(3, 24, 32), batch_size=2, label_width=2, max_rotate_angle=0)
+    with pytest.raises(TypeError, match="unknown parameter"):
+        mx.io.ImageRecordIter(path_imgrec=REC, data_shape=(3, 24, 32), batch_size=2, label_width=2, bogus=1)
+    with pytest.raises(IOError, match="missing.rec"):
+        mx.io.ImageRecordIter(path_imgrec=os.path.join(GOLD, "missing.rec"), data_shape=(3, 8, 8), batch_size=2)
+
+
+def test_imagerecorditer_random_aug_is_thread_independent():
+    def run(threads):
+        it = mx.io.ImageRecordIter(
+            path_imgrec=REC,
+            path_imgidx=IDX,
+            data_shape=(3, 24, 32),
+            batch_size=3,
+            label_width=2,
+            shuffle=True,
+            seed=5,
+            rand_crop=True,
+            rand_mirror=True,
+            resize=36,
+            preprocess_threads=threads,
+        )
+        return [(b.data[0].asnumpy(), b.label[0].asnumpy()) for b in it]
+
+    a, b = run(1), run(2)
+    assert len(a) == 2
+    for (da, la), (db, lb) in zip(a, b):
+        np.testing.assert_array_equal(da, db)
+        np.testing.assert_array_equal(la, lb)
+    assert sorted(np.concatenate([x[1][:, 0] for x in a]).tolist()) == [0, 1, 2, 3, 4, 5]
+
+
+def test_imagerecorditer_bad_record_raises_then_goes_on(tmp_path):
+    rec, idx = str(tmp_path / "b.rec"), str(tmp_path / "b.idx")
+    src = mx.recordio.MXIndexedRecordIO(IDX, REC, "r")
+    w = mx.recordio.MXIndexedRecordIO(idx, rec, "w")
+    for k in range(6):
+        s = src.read_idx(k)
+        if k == 1:
+            h, _ = mx.recordio.unpack(s)
+            s = mx.recordio.pack(h, b"this is not an image")
+        w.write_idx(k, s)
+    w.close()
+    it = mx.io.ImageRecordIter(path_imgrec=rec, path_imgidx=idx, data_shape=(3, 24, 32), batch_size=2, label_width=2)
+    with pytest.raises(mx.base.MXNetError, match="record 1"):
+        it.next()
+    assert it.next().label[0].asnumpy()[:, 0].tolist() == [2.0, 3.0]
+
+
+# -------------------------------------------------------------- NDArrayIter
+
+
+@pytest.mark.parametrize("lbh", ["pad", "discard", "roll_over"])
+def test_ndarrayiter_matches_mxnet(lbh):
+    data = np.arange(30, dtype=np.float32).reshape(10, 3)
+    label = np.arange(10, dtype=np.float32)
+    it = mx.io.NDArrayIter(data, label, batch_size=4, last_batch_handle=lbh)
+    out = []
+    for epoch in range(3):
+        for b in it:
+            out.append({"data": b.data[0].asnumpy().tolist(), "label": b.label[0].asnumpy().tolist(), "pad": b.pad})
+        it.reset()
+    assert out == META["ndarrayiter"][lbh]
+
+
+def test_ndarrayiter_misc():
+    data = np.arange(30, dtype=np.float32).reshape(10, 3)
+    label = np.arange(10, dtype=np.float32)
+    it = mx.io.NDArrayIter({"a": data, "b": data * 2}, {"y": label}, batch_size=3)
+    assert [[d.name, list(d.shape), np.dtype(d.dtype).name] for d in it.provide_data] == META["ndarrayiter"][
+        "provide_data"
+    ]
+    assert [[d.name, list(d.shape), np.dtype(d.dtype).name] for d in it.provide_label] == META["ndarrayiter"][
+        "provide_label"
+    ]
+    it = mx.io.NDArrayIter(np.arange(3, dtype=np.float32).reshape(3, 1), batch_size=8, last_batch_handle="pad")
+    assert [{"data": b.data[0].asnumpy().tolist(), "pad": b.pad} for b in it] == META["ndarrayiter"]["big_pad"]
+    np.random.seed(0)
+    it = mx.io.NDArrayIter(data, label, batch_size=5, shuffle=True)
+    got = [{"data": b.data[0].asnumpy().tolist(), "label": b.label[0].asnumpy().tolist()} for b in it]
+    assert got == META["ndarrayiter"]["shuffle"]
+    assert repr(mx.io.DataDesc("data", (2, 3))) == META["datadesc_repr"]
+    assert str(mx.io.DataBatch([mx.nd.zeros((2, 3))], [mx.nd.zeros((2,))])) == META["databatch_str"]
+    with pytest.raises(ValueError, match="last_batch_handle"):
+        mx.io.NDArrayIter(data, batch_size=2, last_batch_handle="bogus")
+    r = mx.io.ResizeIter(mx.io.NDArrayIter(data, label, batch_size=4), 5)
+    assert len(list(r)) == 5
+
+
+# ------------------------------------------------------------------ im2rec
+
+
+def test_im2rec_list_and_pack(tmp_path):
+    root = tmp_path / "imgs"
+    (root / "a").mkdir(parents=True)
+    (root / "b").mkdir()
+    shutil.copy(os.path.join(IMAGES, "chelsea_120x80.png"), root / "a" / "x.png")
+    shutil.copy(os.path.join(IMAGES, "chelsea_160x107_thumb.jpg"), root / "b" / "y.jpg")
+    shutil.copy(os.path.join(IMAGES, "retina_160x120_444.jpg"), root / "b" / "z.jpg")
+    prefix = str(tmp_path / "data")
+    env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", "..", "python"))
+    cmd = [sys.executable, "-m", "oxnet.tools.im2rec"]
+    r = subprocess.run(
+        cmd + ["--list", "--recursive", "--no-shuffle", prefix, str(root)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr
+    lines = open(prefix + ".lst").read().splitlines()
+    assert lines == ["0\t0.000000\ta/x.png", "1\t1.000000\tb/y.jpg", "2\t1.000000\tb/z.jpg"]
+    r = subprocess.run(
+        cmd + ["--resize", "40", "--encoding", ".png", "--num-thread", "2", prefix, str(root)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "count: 0" in r.stdout
+    rec = mx.recordio.MXIndexedRecordIO(prefix + ".idx", prefix + ".rec", "r")
+    assert rec.keys == [0, 1, 2]
+    h, img = mx.recordio.unpack_img(rec.read_idx(0))
+    assert h.label == 0.0 and img.shape == (40, 60, 3)
+    h, img = mx.recordio.unpack_img(rec.read_idx(2))
+    assert h.label == 1.0 and img.shape == (40, 53, 3)
+    # pass-through keeps the file bytes
+    r = subprocess.run(cmd + ["--pass-through", prefix, str(root)], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    rec = mx.recordio.MXIndexedRecordIO(prefix + ".idx", prefix + ".rec", "r")
+    _, payload = mx.recordio.unpack(rec.read_idx(1))
+    assert payload == (root / "b" / "y.jpg").read_bytes()
+    # train/val split
+    r = subprocess.run(
+        cmd + ["--list", "--recursive", "--train-ratio", "0.67", prefix, str(root)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 0
+    assert len(open(prefix + "_train.lst").read().splitlines()) == 2
+    assert len(open(prefix + "_val.lst").read().splitlines()) == 1
