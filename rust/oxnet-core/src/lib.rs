@@ -10,6 +10,7 @@ pub mod profiler;
 pub mod random;
 pub mod autograd;
 pub mod io;
+pub mod par;
 
 pub use base::{Context, DType, Shape};
 pub use error::{Error, Result};

@@ -14,7 +14,7 @@ use crate::base::{fmt_shape, DType, Shape};
 use crate::dispatch_dtype;
 use crate::error::{Error, Result};
 use crate::ndarray::Blob;
-use rayon::prelude::*;
+use crate::par::par_chunks_mut;
 use std::cmp::Ordering;
 
 type B<'a> = &'a mut dyn GradBuilder;
@@ -160,7 +160,12 @@ pub static TAKE: OpDef = OpDef {
             d.copy_from_slice(&src[s..s + row]);
         };
         if y.nbytes() >= 8 * PAR_GRAIN {
-            dst.par_chunks_mut(row).enumerate().with_min_len((PAR_GRAIN / row).max(1)).for_each(|(r, d)| copy(r, d));
+            let rows = (PAR_GRAIN / row).max(1);
+            par_chunks_mut(dst, rows * row, |c, d| {
+                for (j, dr) in d.chunks_mut(row).enumerate() {
+                    copy(c * rows + j, dr);
+                }
+            });
         } else {
             dst.chunks_mut(row).enumerate().for_each(|(r, d)| copy(r, d));
         }
@@ -234,7 +239,7 @@ pub static TAKE_GRAD: OpDef = OpDef {
                 return Ok(());
             }
             if g.size() + y.size() >= 2 * PAR_GRAIN && pre > 1 {
-                yv.par_chunks_mut(blk).enumerate().for_each(|(pi, yb)| block(pi, yb));
+                par_chunks_mut(yv, blk, block);
             } else {
                 yv.chunks_mut(blk).enumerate().for_each(|(pi, yb)| block(pi, yb));
             }
@@ -591,7 +596,7 @@ fn topk_perm<T: Elem>(x: &[T], (pre, n, post): (usize, usize, usize), k: usize, 
     };
     let blk = k * post;
     if pre * n * post >= 2 * PAR_GRAIN && pre > 1 {
-        perm.par_chunks_mut(blk).enumerate().for_each(|(pi, pb)| block(pi, pb));
+        par_chunks_mut(&mut perm, blk, block);
     } else {
         perm.chunks_mut(blk).enumerate().for_each(|(pi, pb)| block(pi, pb));
     }

@@ -2,7 +2,7 @@
 use crate::base::dtype::Elem;
 use crate::base::shape::strides;
 use crate::ndarray::Blob;
-use rayon::prelude::*;
+use crate::par::par_chunks_mut;
 
 /// Elements per parallel task; below this a loop runs on one thread.
 pub const PAR_GRAIN: usize = 1 << 15;
@@ -11,7 +11,7 @@ pub const PAR_GRAIN: usize = 1 << 15;
 #[inline]
 pub fn map1<A: Copy + Sync, B: Copy + Send>(x: &[A], y: &mut [B], f: impl Fn(A) -> B + Sync) {
     if y.len() >= 2 * PAR_GRAIN {
-        y.par_chunks_mut(PAR_GRAIN).enumerate().for_each(|(c, yc)| {
+        par_chunks_mut(y, PAR_GRAIN, |c, yc| {
             let xc = &x[c * PAR_GRAIN..c * PAR_GRAIN + yc.len()];
             for (o, &i) in yc.iter_mut().zip(xc) {
                 *o = f(i);
@@ -40,7 +40,7 @@ pub fn map2<T: Copy + Send + Sync>(
     }
     if a.len() == n && b.len() == n {
         if n >= 2 * PAR_GRAIN {
-            out.par_chunks_mut(PAR_GRAIN).enumerate().for_each(|(c, oc)| {
+            par_chunks_mut(out, PAR_GRAIN, |c, oc| {
                 let s = c * PAR_GRAIN;
                 let (ac, bc) = (&a[s..s + oc.len()], &b[s..s + oc.len()]);
                 for i in 0..oc.len() {
@@ -91,7 +91,7 @@ pub fn map2<T: Copy + Send + Sync>(
         }
     };
     if n >= 2 * PAR_GRAIN && rows > 1 {
-        out.par_chunks_mut(inner).enumerate().for_each(|(r, orow)| row_fn(r, orow));
+        par_chunks_mut(out, inner, row_fn);
     } else {
         for (r, orow) in out.chunks_mut(inner).enumerate() {
             row_fn(r, orow);

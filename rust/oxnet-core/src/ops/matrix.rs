@@ -13,7 +13,6 @@ use crate::error::{Error, Result};
 use crate::ndarray::Blob;
 use gemm::Parallelism;
 use half::f16;
-use rayon::prelude::*;
 
 type B<'a> = &'a mut dyn GradBuilder;
 
@@ -155,7 +154,7 @@ fn batched<T: 'static + Copy + Send + Sync>(
         gemm_one(m, k, n, a[i * sa..].as_ptr(), ta, b[i * sb..].as_ptr(), tb, d.as_mut_ptr(), one, zero, par)
     };
     if batch > 1 && per < 4 * PAR_FLOPS && per * batch >= PAR_FLOPS && rayon::current_num_threads() > 1 {
-        dst.par_chunks_mut(sd).enumerate().for_each(|(i, d)| run(i, d, Parallelism::None));
+        crate::par::par_chunks_mut(dst, sd, |i, d| run(i, d, Parallelism::None));
     } else {
         let par = parallelism(per);
         for (i, d) in dst.chunks_mut(sd).enumerate() {

@@ -18,7 +18,7 @@ use crate::base::{fmt_shape, shape::norm_axis, DType, Shape};
 use crate::error::{Error, Result};
 use crate::ndarray::Blob;
 use crate::random::with_rng;
-use rayon::prelude::*;
+use crate::par::par_chunks_mut;
 
 type B<'a> = &'a mut dyn GradBuilder;
 
@@ -120,7 +120,7 @@ fn stat_sum(l: &Lay, f: impl Fn(usize, usize, usize) -> f64 + Sync) -> Vec<f64> 
         acc
     };
     let blocks: Vec<Vec<f64>> = if l.parallel() {
-        (0..l.o).into_par_iter().map(block).collect()
+        crate::par::par_map(l.o, block)
     } else {
         (0..l.o).map(block).collect()
     };
@@ -154,7 +154,7 @@ fn map_stat<T: Elem>(l: &Lay, out: &mut [T], f: impl Fn(usize, usize, usize) -> 
     };
     let bs = (l.c * l.i).max(1);
     if l.parallel() {
-        out.par_chunks_mut(bs).enumerate().for_each(|(o, ob)| block(o, ob));
+        par_chunks_mut(out, bs, block);
     } else {
         for (o, ob) in out.chunks_mut(bs).enumerate() {
             block(o, ob);
@@ -1050,7 +1050,7 @@ fn draw_mask(ctx: crate::Context, n: usize, keep: f64) -> Vec<u8> {
         }
     };
     if nblocks > 2 {
-        m.par_chunks_mut(DROP_BLOCK).zip(gens.par_iter_mut()).for_each(|(c, g)| fill(g, c));
+        crate::par::par_chunks_mut2(&mut m, DROP_BLOCK, &mut gens, 1, |_, c, g| fill(&mut g[0], c));
     } else {
         for (c, g) in m.chunks_mut(DROP_BLOCK).zip(gens.iter_mut()) {
             fill(g, c);

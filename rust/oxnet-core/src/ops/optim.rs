@@ -11,7 +11,6 @@ use crate::base::DType;
 use crate::error::{Error, Result};
 use crate::ndarray::Blob;
 use half::f16;
-use rayon::prelude::*;
 
 pub struct OptParam {
     lr: f64,
@@ -126,7 +125,7 @@ fn run_rule(call: &OpCall, i: &[Blob], o: &[Blob], rule: Rule) -> Result<()> {
         }
     };
     if n >= 2 * PAR_GRAIN {
-        (0..n.div_ceil(PAR_GRAIN)).into_par_iter().for_each(|c| chunk(c * PAR_GRAIN, ((c + 1) * PAR_GRAIN).min(n)));
+        crate::par::par_for(n.div_ceil(PAR_GRAIN), &|c| chunk(c * PAR_GRAIN, ((c + 1) * PAR_GRAIN).min(n)));
     } else {
         chunk(0, n);
     }

@@ -12,7 +12,6 @@ use crate::error::{Error, Result};
 use crate::ndarray::Blob;
 use crate::random::{with_rng, Rng};
 use half::f16;
-use rayon::prelude::*;
 
 const BLOCK: usize = 4096;
 
@@ -21,7 +20,7 @@ fn fill_blocks<T: Send>(ctx: crate::Context, out: &mut [T], f: impl Fn(&mut Rng,
     let nblocks = out.len().div_ceil(BLOCK);
     let mut gens: Vec<Rng> = with_rng(ctx, |rng| (0..nblocks).map(|b| rng.fork(b as u64)).collect());
     if nblocks > 2 {
-        out.par_chunks_mut(BLOCK).zip(gens.par_iter_mut()).for_each(|(c, g)| f(g, c));
+        crate::par::par_chunks_mut2(out, BLOCK, &mut gens, 1, |_, c, g| f(&mut g[0], c));
     } else {
         for (c, g) in out.chunks_mut(BLOCK).zip(gens.iter_mut()) {
             f(g, c);
@@ -241,7 +240,10 @@ pub static SHUFFLE: OpDef = OpDef {
         });
         let (src, dst) = (x.bytes(), y.bytes_mut());
         if x.nbytes() >= 1 << 20 {
-            dst.par_chunks_mut(row.max(1)).zip(perm.par_iter()).for_each(|(d, &p)| d.copy_from_slice(&src[p * row..(p + 1) * row]));
+            crate::par::par_chunks_mut(dst, row, |i, d| {
+                let p = perm[i];
+                d.copy_from_slice(&src[p * row..(p + 1) * row])
+            });
         } else if row > 0 {
             for (d, &p) in dst.chunks_mut(row).zip(&perm) {
                 d.copy_from_slice(&src[p * row..(p + 1) * row]);

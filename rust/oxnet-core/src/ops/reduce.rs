@@ -13,7 +13,7 @@ use crate::base::{fmt_shape, DType, Shape};
 use crate::dispatch_dtype;
 use crate::error::{Error, Result};
 use crate::ndarray::Blob;
-use rayon::prelude::*;
+use crate::par::{par_chunks_mut, par_map};
 
 type B<'a> = &'a mut dyn GradBuilder;
 
@@ -288,9 +288,9 @@ pub fn reduce_into<T: Elem, O: Elem, R: Reducer>(x: &[T], shape: &[usize], mask:
             // Full (or single-output) reduction: split the work in chunks.
             let acc = if big {
                 let parts: Vec<f64> = if roffs.len() == 1 {
-                    x[..l].par_chunks(PAR_GRAIN).map(|c| R::fold(R::INIT, c)).collect()
+                    par_map(l.div_ceil(PAR_GRAIN), |c| R::fold(R::INIT, &x[c * PAR_GRAIN..((c + 1) * PAR_GRAIN).min(l)]))
                 } else {
-                    roffs.par_iter().map(|&r| R::fold(R::INIT, &x[r..r + l])).collect()
+                    par_map(roffs.len(), |i| R::fold(R::INIT, &x[roffs[i]..roffs[i] + l]))
                 };
                 parts.into_iter().fold(R::INIT, R::combine)
             } else {
@@ -305,7 +305,11 @@ pub fn reduce_into<T: Elem, O: Elem, R: Reducer>(x: &[T], shape: &[usize], mask:
             *y = O::from_f64(R::finish(acc, n_red));
         };
         if big {
-            out.par_iter_mut().enumerate().with_min_len(64).for_each(|(o, y)| one(o, y));
+            par_chunks_mut(out, 64, |c, ys| {
+                for (j, y) in ys.iter_mut().enumerate() {
+                    one(c * 64 + j, y);
+                }
+            });
         } else {
             out.iter_mut().enumerate().for_each(|(o, y)| one(o, y));
         }
@@ -335,10 +339,10 @@ pub fn reduce_into<T: Elem, O: Elem, R: Reducer>(x: &[T], shape: &[usize], mask:
             }
         };
         if big && out.len() / l > 1 {
-            out.par_chunks_mut(l).enumerate().for_each(|(r, y)| row(r, y));
+            par_chunks_mut(out, l, row);
         } else if big {
             // One row: split its columns across threads.
-            out.par_chunks_mut(CH).enumerate().for_each(|(c, ych)| {
+            par_chunks_mut(out, CH, |c, ych| {
                 let mut acc = vec![R::INIT; ych.len()];
                 for &ro in &roffs {
                     let xs = &x[c * CH + ro..c * CH + ro + ych.len()];
@@ -741,7 +745,7 @@ fn arg_kernel<const MAX: bool>(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx
                 }
             };
             if x.len() >= 2 * PAR_GRAIN && outer > 1 {
-                y.par_chunks_mut(inner).enumerate().for_each(|(ob, yb)| block(ob, yb));
+                par_chunks_mut(y, inner, block);
             } else {
                 y.chunks_mut(inner).enumerate().for_each(|(ob, yb)| block(ob, yb));
             }

@@ -12,7 +12,7 @@ use crate::base::{fmt_shape, DType, Shape};
 use crate::dispatch_dtype;
 use crate::error::{Error, Result};
 use crate::ndarray::Blob;
-use rayon::prelude::*;
+use crate::par::par_chunks_mut;
 
 type B<'a> = &'a mut dyn GradBuilder;
 
@@ -479,11 +479,11 @@ pub fn permute<T: Copy + Send + Sync>(src: &[T], shape: &[usize], perm: &[usize]
             }
         };
         if n >= 2 * PAR_GRAIN && n / blk > 1 {
-            dst.par_chunks_mut(blk).enumerate().for_each(|(b, d)| go(b, d));
+            par_chunks_mut(dst, blk, go);
         } else if n >= 2 * PAR_GRAIN {
             // one big matrix: split over row bands
             let band = 64usize;
-            dst.par_chunks_mut(band * c).enumerate().for_each(|(bi, d)| {
+            par_chunks_mut(dst, band * c, |bi, d| {
                 let rows = d.len() / c;
                 for j0 in (0..c).step_by(32) {
                     for i in 0..rows {
@@ -519,7 +519,7 @@ pub fn permute<T: Copy + Send + Sync>(src: &[T], shape: &[usize], perm: &[usize]
         }
     };
     if n >= 2 * PAR_GRAIN {
-        dst.par_chunks_mut(inner).enumerate().for_each(|(r, d)| row(r, d));
+        par_chunks_mut(dst, inner, row);
     } else {
         for (r, d) in dst.chunks_mut(inner).enumerate() {
             row(r, d);

@@ -9,15 +9,15 @@ use crate::ndarray::Blob;
 use crate::ops::attrs::Attrs;
 use crate::ops::kernels::PAR_GRAIN;
 use crate::ops::registry::{infer_shape_same, GradBuilder, KernelCtx, OpCall, OpDef, Params, Resource};
-use rayon::prelude::*;
+use crate::par::par_chunks_mut;
 
 type B<'a> = &'a mut dyn GradBuilder;
 
 /// y[i] = f(x[i]) computed in f64 for every float dtype.
 fn map_f<T: Elem>(x: &[T], y: &mut [T], f: impl Fn(f64) -> f64 + Sync) {
     if y.len() >= 2 * PAR_GRAIN {
-        y.par_chunks_mut(PAR_GRAIN).zip(x.par_chunks(PAR_GRAIN)).for_each(|(yc, xc)| {
-            for (o, &i) in yc.iter_mut().zip(xc) {
+        par_chunks_mut(y, PAR_GRAIN, |c, yc| {
+            for (o, &i) in yc.iter_mut().zip(&x[c * PAR_GRAIN..]) {
                 *o = T::from_f64(f(i.to_f64()));
             }
         });
@@ -31,7 +31,7 @@ fn map_f<T: Elem>(x: &[T], y: &mut [T], f: impl Fn(f64) -> f64 + Sync) {
 /// o[i] = f(a[i], b[i]).
 fn map_f2<T: Elem>(a: &[T], b: &[T], y: &mut [T], f: impl Fn(f64, f64) -> f64 + Sync) {
     if y.len() >= 2 * PAR_GRAIN {
-        y.par_chunks_mut(PAR_GRAIN).enumerate().for_each(|(c, yc)| {
+        par_chunks_mut(y, PAR_GRAIN, |c, yc| {
             let s = c * PAR_GRAIN;
             for (j, o) in yc.iter_mut().enumerate() {
                 *o = T::from_f64(f(a[s + j].to_f64(), b[s + j].to_f64()));
@@ -523,7 +523,7 @@ fn sm_fwd_kernel(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()
     let lens = if p.use_length { lengths(i.get(1)) } else { None };
     let mut y = vec![0f64; x.len()];
     let t = p.temperature;
-    y.par_chunks_mut((n * inner).max(1)).enumerate().for_each(|(a, yo)| {
+    par_chunks_mut(&mut y, n * inner, |a, yo| {
         for b in 0..inner {
             let len = lens.as_ref().map(|l| l[a * inner + b].min(n)).unwrap_or(n);
             let at = |j: usize| {
@@ -560,7 +560,7 @@ fn sm_bwd_kernel(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()
     let lens = if p.use_length { lengths(i.get(3)) } else { None };
     let mut dx = vec![0f64; y.len()];
     let t = p.temperature;
-    dx.par_chunks_mut((n * inner).max(1)).enumerate().for_each(|(a, d)| {
+    par_chunks_mut(&mut dx, n * inner, |a, d| {
         for b in 0..inner {
             let len = lens.as_ref().map(|l| l[a * inner + b].min(n)).unwrap_or(n);
             let idx = |j: usize| (a * n + j) * inner + b;

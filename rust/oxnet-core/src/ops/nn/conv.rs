@@ -19,7 +19,7 @@ use crate::ops::attrs::Attrs;
 use crate::ops::registry::{GradBuilder, KernelCtx, OpCall, OpDef, Params};
 use gemm::Parallelism;
 use half::f16;
-use rayon::prelude::*;
+use crate::par::{par_chunks_mut, par_for_init, par_map};
 use std::ops::{Add, AddAssign, Mul};
 
 type B<'a> = &'a mut dyn GradBuilder;
@@ -734,7 +734,7 @@ impl Implicit {
 /// there are several (each GEMM then runs on one thread).
 fn for_images<S: Send>(n: usize, init: impl Fn() -> S + Sync + Send, f: impl Fn(usize, &mut S, bool) + Sync + Send) {
     if n > 1 && rayon::current_num_threads() > 1 {
-        (0..n).into_par_iter().for_each_init(&init, |s, i| f(i, s, true));
+        par_for_init(n, init, |i, s| f(i, s, true));
     } else {
         let mut s = init();
         for i in 0..n {
@@ -953,17 +953,14 @@ pub fn conv_bwd_weight<T: GemmT>(g: &Geo, x: &[T], dy: &[T], dw: &mut [T]) {
     if outer {
         let chunks = rayon::current_num_threads().min(g.n);
         let per = g.n.div_ceil(chunks);
-        let parts: Vec<Vec<T>> = (0..chunks)
-            .into_par_iter()
-            .map(|c| {
-                let mut acc = vec![zero; wsz];
-                let mut s = scratch();
-                for i in c * per..((c + 1) * per).min(g.n) {
-                    one(i, &mut acc, &mut s);
-                }
-                acc
-            })
-            .collect();
+        let parts: Vec<Vec<T>> = par_map(chunks, |c| {
+            let mut acc = vec![zero; wsz];
+            let mut s = scratch();
+            for i in c * per..((c + 1) * per).min(g.n) {
+                one(i, &mut acc, &mut s);
+            }
+            acc
+        });
         dw.fill(zero);
         for part in parts {
             for (d, v) in dw.iter_mut().zip(part) {
@@ -983,7 +980,7 @@ pub fn conv_bwd_weight<T: GemmT>(g: &Geo, x: &[T], dy: &[T], dw: &mut [T]) {
 fn relayout<T: Copy + Send + Sync>(src: &[T], _n: usize, c: usize, s: usize, to_last: bool) -> Vec<T> {
     let mut out = src.to_vec();
     let per = c * s;
-    out.par_chunks_mut(per.max(1)).enumerate().for_each(|(i, o)| {
+    par_chunks_mut(&mut out, per, |i, o| {
         let x = &src[i * per..(i + 1) * per];
         if to_last {
             for ci in 0..c {
@@ -1019,7 +1016,7 @@ fn add_bias<T: GemmT>(y: &mut [T], b: &[T], c: usize, s: usize) {
     if s == 0 {
         return;
     }
-    y.par_chunks_mut(c * s).for_each(|img| {
+    par_chunks_mut(y, c * s, |_, img| {
         for (ci, row) in img.chunks_mut(s).enumerate() {
             let bv = b[ci];
             for v in row {

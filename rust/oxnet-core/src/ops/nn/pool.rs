@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::ndarray::Blob;
 use crate::ops::attrs::Attrs;
 use crate::ops::registry::{KernelCtx, OpDef, Params};
-use rayon::prelude::*;
+use crate::par::par_chunks_mut;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum PoolType {
@@ -206,7 +206,7 @@ fn for_windows(g: &PGeo, pp: &PoolParam, plane: usize, mut f: impl FnMut(usize, 
 fn pool_fwd(g: &PGeo, pp: &PoolParam, x: &[f64]) -> Vec<f64> {
     let ysz = g.ys.iter().product::<usize>();
     let mut y = vec![0f64; g.planes * ysz];
-    y.par_chunks_mut(ysz.max(1)).enumerate().for_each(|(pl, yp)| {
+    par_chunks_mut(&mut y, ysz, |pl, yp| {
         let off = pl * ysz;
         for_windows(g, pp, pl, |oi, it, div| {
             let v = match pp.pool_type {
@@ -234,7 +234,7 @@ fn pool_fwd(g: &PGeo, pp: &PoolParam, x: &[f64]) -> Vec<f64> {
 fn pool_bwd(g: &PGeo, pp: &PoolParam, dy: &[f64], x: &[f64], y: &[f64]) -> Vec<f64> {
     let xsz = g.xs.iter().product::<usize>();
     let mut dx = vec![0f64; g.planes * xsz];
-    dx.par_chunks_mut(xsz.max(1)).enumerate().for_each(|(pl, dp)| {
+    par_chunks_mut(&mut dx, xsz, |pl, dp| {
         let off = pl * xsz;
         for_windows(g, pp, pl, |oi, it, div| {
             let gv = dy[oi];
@@ -399,7 +399,7 @@ pub static UPSAMPLING: OpDef = OpDef {
         crate::dispatch_dtype!(i[0].dtype, T => {
             let x = i[0].data::<T>();
             let y = o[0].data_mut::<T>();
-            y.par_chunks_mut((h * k * w * k).max(1)).enumerate().for_each(|(pl, yp)| {
+            par_chunks_mut(y, h * k * w * k, |pl, yp| {
                 let xp = &x[pl * h * w..(pl + 1) * h * w];
                 for (r, row) in yp.chunks_mut(w * k).enumerate() {
                     let src = &xp[(r / k) * w..][..w];
@@ -437,7 +437,7 @@ pub static BACKWARD_UPSAMPLING: OpDef = OpDef {
         let (h, w) = (s[2], s[3]);
         let g = super::to_f64_vec(&i[0]);
         let mut dx = vec![0f64; o[0].size()];
-        dx.par_chunks_mut((h * w).max(1)).enumerate().for_each(|(pl, dp)| {
+        par_chunks_mut(&mut dx, h * w, |pl, dp| {
             let gp = &g[pl * h * w * k * k..];
             for r in 0..h * k {
                 for j in 0..w * k {
