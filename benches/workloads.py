@@ -95,6 +95,80 @@ def run_mx(mx):
     res["rss_after_100_MB"] = r100
     res["rss_after_10000_MB"] = r10k
     res["peak_rss_MB"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    res.update(run_nn(mx))
+    return res
+
+
+def run_nn(mx):
+    """Convolution forward/backward GFLOP/s and a LeNet training step."""
+    res = {}
+    x = mx.nd.array(np.random.rand(32, 64, 56, 56).astype(np.float32))
+    w = mx.nd.array(np.random.rand(64, 64, 3, 3).astype(np.float32) * 0.1)
+    b = mx.nd.zeros((64,))
+    flops = 2 * 32 * 64 * 56 * 56 * 64 * 9
+    reps = 4
+
+    def fwd():
+        for _ in range(reps):
+            y = mx.nd.Convolution(x, w, b, kernel=(3, 3), pad=(1, 1), num_filter=64)
+        y.wait_to_read()
+
+    fwd()
+    res["conv_fwd_GFLOPs"] = flops * reps / _best(fwd) / 1e9
+    for a in (x, w, b):
+        a.attach_grad()
+    og = mx.nd.ones((32, 64, 56, 56))
+
+    def bwd():
+        for _ in range(reps):
+            with mx.autograd.record():
+                y = mx.nd.Convolution(x, w, b, kernel=(3, 3), pad=(1, 1), num_filter=64)
+            y.backward(og)
+        x.grad.wait_to_read()
+        w.grad.wait_to_read()
+        b.grad.wait_to_read()
+
+    # Backward = data gradient + weight gradient (2x the forward's FLOPs),
+    # timed with its forward subtracted.
+    bwd()
+    t_fwd = _best(fwd)
+    res["conv_bwd_GFLOPs"] = 2 * flops * reps / max(_best(bwd) - t_fwd, 1e-9) / 1e9
+
+    # LeNet (conv 20 5x5, tanh, max-pool, conv 50 5x5, tanh, max-pool, fc 500,
+    # tanh, fc 10, SoftmaxOutput), autograd + sgd_mom_update, batch 64.
+    rs = np.random.RandomState(0)
+    shapes = {"c1w": (20, 1, 5, 5), "c1b": (20,), "c2w": (50, 20, 5, 5), "c2b": (50,),
+              "f1w": (500, 800), "f1b": (500,), "f2w": (10, 500), "f2b": (10,)}
+    params = {k: mx.nd.array(rs.normal(0, 0.05, s).astype(np.float32)) for k, s in shapes.items()}
+    moms = {k: mx.nd.zeros(s) for k, s in shapes.items()}
+    for p in params.values():
+        p.attach_grad()
+    data = mx.nd.array(rs.rand(64, 1, 28, 28).astype(np.float32))
+    label = mx.nd.array(rs.randint(0, 10, 64).astype(np.float32))
+    P = params
+
+    def step():
+        with mx.autograd.record():
+            h = mx.nd.Convolution(data, P["c1w"], P["c1b"], kernel=(5, 5), num_filter=20)
+            h = mx.nd.Pooling(mx.nd.tanh(h), pool_type="max", kernel=(2, 2), stride=(2, 2))
+            h = mx.nd.Convolution(h, P["c2w"], P["c2b"], kernel=(5, 5), num_filter=50)
+            h = mx.nd.Pooling(mx.nd.tanh(h), pool_type="max", kernel=(2, 2), stride=(2, 2))
+            h = mx.nd.tanh(mx.nd.FullyConnected(h, P["f1w"], P["f1b"], num_hidden=500))
+            h = mx.nd.FullyConnected(h, P["f2w"], P["f2b"], num_hidden=10)
+            out = mx.nd.SoftmaxOutput(h, label)
+        out.backward()
+        for k in P:
+            mx.nd.sgd_mom_update(P[k], P[k].grad, moms[k], out=P[k], lr=0.01, momentum=0.9, rescale_grad=1 / 64)
+
+    steps = 20
+
+    def train():
+        for _ in range(steps):
+            step()
+        mx.nd.waitall()
+
+    train()
+    res["lenet_train_samples_per_s"] = 64 * steps / _best(train)
     return res
 
 

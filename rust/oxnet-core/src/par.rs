@@ -72,7 +72,9 @@ pub fn par_chunks_mut2<A: Send, B: Send>(
 pub fn par_map<R: Send>(n: usize, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
     let mut out: Vec<Option<R>> = (0..n).map(|_| None).collect();
     par_chunks_mut(&mut out, 1, |i, slot| slot[0] = Some(f(i)));
-    out.into_iter().map(|v| v.expect("par_map: every slot is filled")).collect()
+    out.into_iter()
+        .map(|v| v.expect("par_map: every slot is filled"))
+        .collect()
 }
 
 /// `f(i, state)` for `i` in `0..n`, split into one contiguous range per
@@ -113,6 +115,8 @@ mod tests {
         let seen = parking_lot::Mutex::new(vec![0; 37]);
         par_for_init(37, || 7usize, |i, s| seen.lock()[i] += *s);
         assert!(seen.lock().iter().all(|&x| x == 7));
-        par_chunks_mut(&mut Vec::<u8>::new(), 4, |_, _| panic!("no chunks for an empty slice"));
+        par_chunks_mut(&mut Vec::<u8>::new(), 4, |_, _| {
+            panic!("no chunks for an empty slice")
+        });
     }
 }

@@ -24,11 +24,20 @@ fn splitmix(x: &mut u64) -> u64 {
 impl Rng {
     pub fn seeded(seed: u64) -> Rng {
         let mut x = seed;
-        Rng { s: [splitmix(&mut x), splitmix(&mut x), splitmix(&mut x), splitmix(&mut x)] }
+        Rng {
+            s: [
+                splitmix(&mut x),
+                splitmix(&mut x),
+                splitmix(&mut x),
+                splitmix(&mut x),
+            ],
+        }
     }
     #[inline]
     pub fn next_u64(&mut self) -> u64 {
-        let r = (self.s[0].wrapping_add(self.s[3])).rotate_left(23).wrapping_add(self.s[0]);
+        let r = (self.s[0].wrapping_add(self.s[3]))
+            .rotate_left(23)
+            .wrapping_add(self.s[0]);
         let t = self.s[1] << 17;
         self.s[2] ^= self.s[0];
         self.s[3] ^= self.s[1];
@@ -64,7 +73,14 @@ impl Rng {
     /// a parallel kernel) that does not depend on thread scheduling.
     pub fn fork(&mut self, stream: u64) -> Rng {
         let mut x = self.next_u64() ^ stream.wrapping_mul(0xD1B54A32D192ED03);
-        Rng { s: [splitmix(&mut x), splitmix(&mut x), splitmix(&mut x), splitmix(&mut x)] }
+        Rng {
+            s: [
+                splitmix(&mut x),
+                splitmix(&mut x),
+                splitmix(&mut x),
+                splitmix(&mut x),
+            ],
+        }
     }
 }
 
@@ -85,7 +101,9 @@ fn slot(ctx: Context) -> &'static Slot {
     m.entry(ctx).or_insert_with(|| {
         Box::leak(Box::new(Slot {
             var: Var::new(),
-            rng: Mutex::new(Rng::seeded(DEFAULT_SEED ^ ((ctx.dev_type as u64) << 32) ^ ctx.dev_id as u64)),
+            rng: Mutex::new(Rng::seeded(
+                DEFAULT_SEED ^ ((ctx.dev_type as u64) << 32) ^ ctx.dev_id as u64,
+            )),
         }))
     })
 }

@@ -38,7 +38,10 @@ fn backward(
     train_mode: bool,
 ) -> PyResult<()> {
     let hs = cores(&heads);
-    let hg: Vec<Option<Core>> = head_grads.iter().map(|g| g.as_ref().map(|g| g.inner.clone())).collect();
+    let hg: Vec<Option<Core>> = head_grads
+        .iter()
+        .map(|g| g.as_ref().map(|g| g.inner.clone()))
+        .collect();
     autograd::backward(&hs, &hg, None, retain_graph, create_graph, train_mode).py_err()?;
     Ok(())
 }
@@ -57,9 +60,15 @@ fn grad(
 ) -> PyResult<Vec<Option<Py<NDArray>>>> {
     let hs = cores(&heads);
     let vs = cores(&variables);
-    let hg: Vec<Option<Core>> = head_grads.iter().map(|g| g.as_ref().map(|g| g.inner.clone())).collect();
-    let res = autograd::backward(&hs, &hg, Some(&vs), retain_graph, create_graph, train_mode).py_err()?;
-    res.into_iter().map(|g| g.map(|a| wrap(py, a)).transpose()).collect()
+    let hg: Vec<Option<Core>> = head_grads
+        .iter()
+        .map(|g| g.as_ref().map(|g| g.inner.clone()))
+        .collect();
+    let res =
+        autograd::backward(&hs, &hg, Some(&vs), retain_graph, create_graph, train_mode).py_err()?;
+    res.into_iter()
+        .map(|g| g.map(|a| wrap(py, a)).transpose())
+        .collect()
 }
 
 /// Make arrays variables with the given gradient buffers and requests.
@@ -69,7 +78,11 @@ fn mark_variables(
     gradients: Vec<PyRef<'_, NDArray>>,
     grad_reqs: Vec<String>,
 ) -> PyResult<()> {
-    for ((mut v, g), r) in variables.into_iter().zip(gradients.iter()).zip(grad_reqs.iter()) {
+    for ((mut v, g), r) in variables
+        .into_iter()
+        .zip(gradients.iter())
+        .zip(grad_reqs.iter())
+    {
         let req = GradReq::parse(r).py_err()?;
         let mut gi = g.inner.clone();
         gi.ag = None;
@@ -102,7 +115,11 @@ fn record_custom(
                 .collect::<PyResult<_>>()
                 .map_err(|e| Error::External(e.to_string()))?;
             let res = backward
-                .call1(py, pyo3::types::PyTuple::new(py, args).map_err(|e| Error::External(e.to_string()))?)
+                .call1(
+                    py,
+                    pyo3::types::PyTuple::new(py, args)
+                        .map_err(|e| Error::External(e.to_string()))?,
+                )
                 .map_err(|e| Error::External(format!("{nm}.backward: {e}")))?;
             let res = res.bind(py);
             let items: Vec<Bound<'_, PyAny>> = if let Ok(a) = res.cast::<NDArray>() {
@@ -110,7 +127,9 @@ fn record_custom(
             } else {
                 res.try_iter()
                     .and_then(|it| it.collect::<PyResult<Vec<_>>>())
-                    .map_err(|e| Error::External(format!("{nm}.backward must return NDArrays: {e}")))?
+                    .map_err(|e| {
+                        Error::External(format!("{nm}.backward must return NDArrays: {e}"))
+                    })?
             };
             if items.len() != n_in {
                 return Err(Error::External(format!(
@@ -126,7 +145,9 @@ fn record_custom(
                     } else {
                         x.cast::<NDArray>()
                             .map(|a| Some(a.borrow().inner.clone()))
-                            .map_err(|_| Error::External(format!("{nm}.backward must return NDArrays")))
+                            .map_err(|_| {
+                                Error::External(format!("{nm}.backward must return NDArrays"))
+                            })
                     }
                 })
                 .collect()

@@ -20,7 +20,10 @@ pub fn ctx_of(dev: Option<(i32, i32)>) -> PyResult<Option<Context>> {
         Some((t, id)) => {
             let dev_type = DevType::from_id(t)
                 .ok_or_else(|| PyValueError::new_err(format!("unknown device type id {t}")))?;
-            Ok(Some(Context { dev_type, dev_id: id }))
+            Ok(Some(Context {
+                dev_type,
+                dev_id: id,
+            }))
         }
     }
 }
@@ -32,7 +35,9 @@ pub fn wrap(py: Python<'_>, a: Core) -> PyResult<Py<NDArray>> {
 /// Raw data pointer and byte length of a C-contiguous NumPy array.
 fn np_buffer(arr: &Bound<'_, PyUntypedArray>) -> PyResult<(*mut u8, usize)> {
     if !arr.is_c_contiguous() {
-        return Err(PyValueError::new_err("internal: NumPy array must be C-contiguous"));
+        return Err(PyValueError::new_err(
+            "internal: NumPy array must be C-contiguous",
+        ));
     }
     let n: usize = arr.shape().iter().product();
     let itemsize = arr.dtype().itemsize();
@@ -152,7 +157,9 @@ impl NDArray {
     fn attach_grad(&mut self, grad_req: &str, stype: Option<&str>) -> PyResult<()> {
         if let Some(s) = stype {
             if s != "default" {
-                return Err(PyValueError::new_err(format!("attach_grad: stype '{s}' is not supported (only 'default')")));
+                return Err(PyValueError::new_err(format!(
+                    "attach_grad: stype '{s}' is not supported (only 'default')"
+                )));
             }
         }
         let req = autograd::GradReq::parse(grad_req).py_err()?;
@@ -204,7 +211,12 @@ impl NDArray {
 /// A new uninitialised array.
 #[pyfunction]
 #[pyo3(signature = (shape, dtype="float32", ctx=None))]
-fn empty(py: Python<'_>, shape: Vec<usize>, dtype: &str, ctx: Option<(i32, i32)>) -> PyResult<Py<NDArray>> {
+fn empty(
+    py: Python<'_>,
+    shape: Vec<usize>,
+    dtype: &str,
+    ctx: Option<(i32, i32)>,
+) -> PyResult<Py<NDArray>> {
     let dt = DType::from_name(dtype).map_err(to_py)?;
     let c = ctx_of(ctx)?.unwrap_or_default();
     wrap(py, Core::empty(&shape, dt, c).py_err()?)
@@ -213,7 +225,11 @@ fn empty(py: Python<'_>, shape: Vec<usize>, dtype: &str, ctx: Option<(i32, i32)>
 /// A new array holding a copy of a C-contiguous NumPy array.
 #[pyfunction]
 #[pyo3(signature = (src, ctx=None))]
-fn from_numpy(py: Python<'_>, src: &Bound<'_, PyUntypedArray>, ctx: Option<(i32, i32)>) -> PyResult<Py<NDArray>> {
+fn from_numpy(
+    py: Python<'_>,
+    src: &Bound<'_, PyUntypedArray>,
+    ctx: Option<(i32, i32)>,
+) -> PyResult<Py<NDArray>> {
     let dt_name = src.dtype().str()?.to_string();
     let dt = DType::from_name(&dt_name).map_err(to_py)?;
     let shape: Vec<usize> = src.shape().to_vec();

@@ -44,7 +44,9 @@ impl Op {
 
 #[pyfunction]
 fn get_op(name: &str) -> PyResult<Op> {
-    Ok(Op { def: registry::lookup(name).py_err()? })
+    Ok(Op {
+        def: registry::lookup(name).py_err()?,
+    })
 }
 
 #[pyfunction]
@@ -58,7 +60,12 @@ pub fn attr_str(v: &Bound<'_, PyAny>) -> PyResult<String> {
         return Ok("None".into());
     }
     if v.is_instance_of::<PyBool>() {
-        return Ok(if v.extract::<bool>()? { "True" } else { "False" }.into());
+        return Ok(if v.extract::<bool>()? {
+            "True"
+        } else {
+            "False"
+        }
+        .into());
     }
     if v.is_instance_of::<PyInt>() {
         return Ok(v.extract::<i64>()?.to_string());
@@ -82,7 +89,11 @@ pub fn attr_str(v: &Bound<'_, PyAny>) -> PyResult<String> {
     // NumPy dtypes and scalar types.
     if v.is_instance_of::<PyType>() || v.hasattr("itemsize")? && v.hasattr("kind")? {
         let np = py.import("numpy")?;
-        let name: String = np.getattr("dtype")?.call1((v,))?.getattr("name")?.extract()?;
+        let name: String = np
+            .getattr("dtype")?
+            .call1((v,))?
+            .getattr("name")?
+            .extract()?;
         return Ok(name);
     }
     // NumPy scalars and other numbers.
@@ -126,7 +137,10 @@ fn invoke(
             PyTypeError::new_err(format!(
                 "{}: inputs must be NDArrays, got {}",
                 op.def.name,
-                x.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+                x.get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
             ))
         })?;
         ins.push(r.borrow().inner.clone());
@@ -181,7 +195,9 @@ fn op_grad(
     let outs: Vec<_> = outputs.iter().map(|a| a.inner.clone()).collect();
     let gs: Vec<_> = ograds.iter().map(|a| a.inner.clone()).collect();
     let res = oxnet_core::autograd::op_grad(&call, &ins, &outs, &gs).py_err()?;
-    res.into_iter().map(|g| g.map(|a| wrap(py, a)).transpose()).collect()
+    res.into_iter()
+        .map(|g| g.map(|a| wrap(py, a)).transpose())
+        .collect()
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -8,7 +8,10 @@ use pyo3::types::PyDict;
 /// set_config(**kwargs) with values already converted by `str()`.
 #[pyfunction]
 fn profiler_set_config(pairs: Vec<(String, String)>) -> PyResult<()> {
-    let p: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let p: Vec<(&str, &str)> = pairs
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
     profiler::set_config(&p).py_err()
 }
 
@@ -61,8 +64,15 @@ fn profiler_dump_at_exit(py: Python<'_>) -> PyResult<()> {
 }
 
 #[pyfunction]
-fn profiler_dumps(py: Python<'_>, reset: bool, format: String, sort_by: String, ascending: bool) -> PyResult<String> {
-    py.detach(|| profiler::dumps(reset, &format, &sort_by, ascending)).py_err()
+fn profiler_dumps(
+    py: Python<'_>,
+    reset: bool,
+    format: String,
+    sort_by: String,
+    ascending: bool,
+) -> PyResult<String> {
+    py.detach(|| profiler::dumps(reset, &format, &sort_by, ascending))
+        .py_err()
 }
 
 /// Set this thread's operator-name prefix (None clears it).
@@ -80,12 +90,21 @@ fn profiler_object_start() -> Option<u64> {
 
 #[pyfunction]
 #[pyo3(signature = (kind, domain, name, start_ns))]
-fn profiler_record_duration(kind: &str, domain: Option<String>, name: &str, start_ns: u64) -> PyResult<()> {
+fn profiler_record_duration(
+    kind: &str,
+    domain: Option<String>,
+    name: &str,
+    start_ns: u64,
+) -> PyResult<()> {
     let k = match kind {
         "task" => Kind::Task,
         "frame" => Kind::Frame,
         "event" => Kind::Event,
-        _ => return Err(pyo3::exceptions::PyValueError::new_err(format!("unknown profiler object kind '{kind}'"))),
+        _ => {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "unknown profiler object kind '{kind}'"
+            )))
+        }
     };
     profiler::record_duration(k, domain.as_deref(), name, start_ns).py_err()
 }

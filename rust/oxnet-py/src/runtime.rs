@@ -53,8 +53,9 @@ fn random_seed(seed: u64, dev_type: Option<i32>, dev_id: i32) -> PyResult<()> {
     let ctx = match dev_type {
         None => None,
         Some(t) => Some(Context {
-            dev_type: oxnet_core::base::DevType::from_id(t)
-                .ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("bad device type {t}")))?,
+            dev_type: oxnet_core::base::DevType::from_id(t).ok_or_else(|| {
+                pyo3::exceptions::PyValueError::new_err(format!("bad device type {t}"))
+            })?,
             dev_id,
         }),
     };

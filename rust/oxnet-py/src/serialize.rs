@@ -7,7 +7,12 @@ use pyo3::prelude::*;
 /// Save arrays (with names when `names` is non-empty); waits for pending
 /// writes without the GIL.
 #[pyfunction]
-fn nd_save(py: Python<'_>, path: String, arrays: Vec<PyRef<'_, NDArray>>, names: Vec<String>) -> PyResult<()> {
+fn nd_save(
+    py: Python<'_>,
+    path: String,
+    arrays: Vec<PyRef<'_, NDArray>>,
+    names: Vec<String>,
+) -> PyResult<()> {
     let named: Vec<serialize::Named> = arrays
         .iter()
         .enumerate()

@@ -25,7 +25,12 @@ impl ImperativeBuilder {
 impl GradBuilder for ImperativeBuilder {
     fn op(&mut self, name: &str, attrs: &[(&str, String)], inputs: &[Entry]) -> Result<Vec<Entry>> {
         let def = registry::lookup(name)?;
-        let attrs = Attrs(attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect());
+        let attrs = Attrs(
+            attrs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+        );
         let call = registry::parse_call(def, attrs)?;
         let ins: Vec<NDArray> = inputs.iter().map(|&e| self.vals[e].clone()).collect();
         let outs = registry::invoke(Arc::new(call), &ins, None, None)?;
@@ -53,8 +58,15 @@ pub fn op_grad(
     if res.len() != inputs.len() {
         return Err(Error::Op {
             op: call.def.name.to_string(),
-            msg: format!("gradient returned {} entries for {} inputs", res.len(), inputs.len()),
+            msg: format!(
+                "gradient returned {} entries for {} inputs",
+                res.len(),
+                inputs.len()
+            ),
         });
     }
-    Ok(res.into_iter().map(|e| e.map(|e| b.vals[e].clone())).collect())
+    Ok(res
+        .into_iter()
+        .map(|e| e.map(|e| b.vals[e].clone()))
+        .collect())
 }

@@ -48,7 +48,9 @@ impl GradReq {
             "null" => Ok(GradReq::Null),
             "write" | "inplace" => Ok(GradReq::Write),
             "add" => Ok(GradReq::Add),
-            _ => Err(Error::Param(format!("grad_req must be 'write', 'add' or 'null', got '{s}'"))),
+            _ => Err(Error::Param(format!(
+                "grad_req must be 'write', 'add' or 'null', got '{s}'"
+            ))),
         }
     }
 }
@@ -99,11 +101,17 @@ fn record(backward: Backward, name: String, inputs: &[NDArray], outputs: &mut [N
             inputs: inputs.to_vec(),
             outputs: outputs.iter().map(strip).collect(),
         })),
-        out_meta: outputs.iter().map(|a| (a.shape.clone(), a.dtype(), a.ctx())).collect(),
+        out_meta: outputs
+            .iter()
+            .map(|a| (a.shape.clone(), a.dtype(), a.ctx()))
+            .collect(),
         name,
     });
     for (i, o) in outputs.iter_mut().enumerate() {
-        o.ag = Some(AgInfo::Output { node: node.clone(), index: i });
+        o.ag = Some(AgInfo::Output {
+            node: node.clone(),
+            index: i,
+        });
     }
 }
 
@@ -115,15 +123,30 @@ pub fn record_op(call: &Arc<OpCall>, inputs: &[NDArray], outputs: &mut [NDArray]
     if call.def.grad.is_none() {
         // Recorded anyway: backward through it raises a clear error.
     }
-    record(Backward::Op(call.clone()), call.def.name.to_string(), inputs, outputs);
+    record(
+        Backward::Op(call.clone()),
+        call.def.name.to_string(),
+        inputs,
+        outputs,
+    );
 }
 
 /// Record a node whose gradient is computed by `backward` (autograd.Function).
-pub fn record_custom(name: &str, backward: CustomBackward, inputs: &[NDArray], outputs: &mut [NDArray]) {
+pub fn record_custom(
+    name: &str,
+    backward: CustomBackward,
+    inputs: &[NDArray],
+    outputs: &mut [NDArray],
+) {
     if inputs.iter().all(|a| a.ag.is_none()) {
         return;
     }
-    record(Backward::Custom(backward), name.to_string(), inputs, outputs);
+    record(
+        Backward::Custom(backward),
+        name.to_string(),
+        inputs,
+        outputs,
+    );
 }
 
 pub fn mark_variable(a: &mut NDArray, grad: Option<NDArray>, req: GradReq) -> Result<()> {
@@ -131,11 +154,22 @@ pub fn mark_variable(a: &mut NDArray, grad: Option<NDArray>, req: GradReq) -> Re
         Some(g) => g,
         None => {
             let g = NDArray::empty(&a.shape, a.dtype(), a.ctx())?;
-            registry::call_into("_zeros", &[("shape", &crate::base::fmt_shape(&a.shape)), ("dtype", a.dtype().name())], &[], &[g.clone()])?;
+            registry::call_into(
+                "_zeros",
+                &[
+                    ("shape", &crate::base::fmt_shape(&a.shape)),
+                    ("dtype", a.dtype().name()),
+                ],
+                &[],
+                &[g.clone()],
+            )?;
             g
         }
     };
-    a.ag = Some(AgInfo::Variable(Arc::new(VarGrad { grad: Mutex::new(Some(grad)), req })));
+    a.ag = Some(AgInfo::Variable(Arc::new(VarGrad {
+        grad: Mutex::new(Some(grad)),
+        req,
+    })));
     Ok(())
 }
 
@@ -172,7 +206,11 @@ pub fn backward(
     let mut var_grads: Vec<(Arc<VarGrad>, NDArray)> = Vec::new();
     let mut roots: Vec<Arc<TapeNode>> = Vec::new();
 
-    fn add_var(var_grads: &mut Vec<(Arc<VarGrad>, NDArray)>, v: &Arc<VarGrad>, g: NDArray) -> Result<()> {
+    fn add_var(
+        var_grads: &mut Vec<(Arc<VarGrad>, NDArray)>,
+        v: &Arc<VarGrad>,
+        g: NDArray,
+    ) -> Result<()> {
         if let Some(e) = var_grads.iter_mut().find(|(w, _)| Arc::ptr_eq(w, v)) {
             e.1 = add(e.1.clone(), g)?;
         } else {
@@ -252,7 +290,12 @@ pub fn backward(
                 None => {
                     let (s, d, c) = &node.out_meta[i];
                     let z = NDArray::empty(s, *d, *c)?;
-                    registry::call_into("_zeros", &[("shape", &crate::base::fmt_shape(s)), ("dtype", d.name())], &[], &[z.clone()])?;
+                    registry::call_into(
+                        "_zeros",
+                        &[("shape", &crate::base::fmt_shape(s)), ("dtype", d.name())],
+                        &[],
+                        &[z.clone()],
+                    )?;
                     z
                 }
             });
@@ -279,14 +322,19 @@ pub fn backward(
                     .map(|(i, a)| {
                         let mut a = a.clone();
                         if create_graph {
-                            a.ag = Some(AgInfo::Output { node: node.clone(), index: i });
+                            a.ag = Some(AgInfo::Output {
+                                node: node.clone(),
+                                index: i,
+                            });
                         }
                         b.push(a)
                     })
                     .collect();
                 let ge: Vec<Entry> = ograds.iter().map(|a| b.push(a.clone())).collect();
                 let res = gf(call, &mut b, &ie, &oe, &ge).map_err(|e| e.in_op(call.def.name))?;
-                res.into_iter().map(|e| e.map(|e| b.vals[e].clone())).collect()
+                res.into_iter()
+                    .map(|e| e.map(|e| b.vals[e].clone()))
+                    .collect()
             }
             Backward::Custom(f) => f(&ograds)?,
         };
@@ -315,14 +363,16 @@ pub fn backward(
         let mut out = Vec::with_capacity(vars.len());
         for v in vars {
             match &v.ag {
-                Some(AgInfo::Variable(vg)) => {
-                    out.push(var_grads.iter().find(|(w, _)| Arc::ptr_eq(w, vg)).map(|(_, g)| g.clone()))
-                }
-                _ => {
-                    return Err(Error::Param(
-                        "grad: every variable must have a gradient buffer (call attach_grad() first)".into(),
-                    ))
-                }
+                Some(AgInfo::Variable(vg)) => out.push(
+                    var_grads
+                        .iter()
+                        .find(|(w, _)| Arc::ptr_eq(w, vg))
+                        .map(|(_, g)| g.clone()),
+                ),
+                _ => return Err(Error::Param(
+                    "grad: every variable must have a gradient buffer (call attach_grad() first)"
+                        .into(),
+                )),
             }
         }
         return Ok(out);
@@ -341,12 +391,22 @@ pub fn backward(
                 };
                 let mut res = if v.req == GradReq::Write {
                     if g.dtype() != dst.dtype() {
-                        registry::call_into("Cast", &[("dtype", dst.dtype().name())], &[g.clone()], &[strip(&dst)])?
+                        registry::call_into(
+                            "Cast",
+                            &[("dtype", dst.dtype().name())],
+                            &[g.clone()],
+                            &[strip(&dst)],
+                        )?
                     } else {
                         registry::call_into("_copy", &[], &[g.clone()], &[strip(&dst)])?
                     }
                 } else {
-                    registry::call_into("elemwise_add", &[], &[strip(&dst), g.clone()], &[strip(&dst)])?
+                    registry::call_into(
+                        "elemwise_add",
+                        &[],
+                        &[strip(&dst), g.clone()],
+                        &[strip(&dst)],
+                    )?
                 };
                 let mut newd = res.remove(0);
                 newd.ag = if create_graph { g.ag.clone() } else { None };
@@ -359,5 +419,10 @@ pub fn backward(
 
 /// Attributes in the form the builder takes.
 pub fn attrs_of(pairs: &[(&str, String)]) -> Attrs {
-    Attrs(pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect())
+    Attrs(
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect(),
+    )
 }

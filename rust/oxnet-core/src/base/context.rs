@@ -38,10 +38,16 @@ pub struct Context {
 
 impl Context {
     pub const fn cpu(id: i32) -> Context {
-        Context { dev_type: DevType::Cpu, dev_id: id }
+        Context {
+            dev_type: DevType::Cpu,
+            dev_id: id,
+        }
     }
     pub const fn gpu(id: i32) -> Context {
-        Context { dev_type: DevType::Gpu, dev_id: id }
+        Context {
+            dev_type: DevType::Gpu,
+            dev_id: id,
+        }
     }
     pub fn is_cpu(&self) -> bool {
         self.dev_type != DevType::Gpu

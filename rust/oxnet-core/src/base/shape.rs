@@ -10,7 +10,10 @@ pub fn fmt_shape(s: &[usize]) -> String {
         1 => format!("({},)", s[0]),
         _ => format!(
             "({})",
-            s.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")
+            s.iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     }
 }
@@ -33,8 +36,16 @@ pub fn broadcast_shapes(op: &str, a: &[usize], b: &[usize]) -> Result<Shape> {
     let n = a.len().max(b.len());
     let mut out = vec![0; n];
     for i in 0..n {
-        let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
-        let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        let da = if i + a.len() >= n {
+            a[i + a.len() - n]
+        } else {
+            1
+        };
+        let db = if i + b.len() >= n {
+            b[i + b.len() - n]
+        } else {
+            1
+        };
         out[i] = if da == db || db == 1 {
             da
         } else if da == 1 {

@@ -244,7 +244,9 @@ fn make_engine() -> Box<dyn Engine> {
         .or_else(|_| std::env::var("MXNET_ENGINE_TYPE"))
         .unwrap_or_default();
     if kind.eq_ignore_ascii_case("NaiveEngine") || kind.eq_ignore_ascii_case("naive") {
-        Box::new(NaiveEngine { shared: Shared::new() })
+        Box::new(NaiveEngine {
+            shared: Shared::new(),
+        })
     } else {
         Box::new(threaded::ThreadedEngine::new())
     }
@@ -429,7 +431,9 @@ pub fn bulk_size() -> usize {
 
 /// Number of worker threads the engine and kernels may use.
 pub fn num_cores() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }
 
 #[cfg(test)]

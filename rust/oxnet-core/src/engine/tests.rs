@@ -7,7 +7,14 @@ use std::sync::Arc;
 static ERR_LOCK: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
 
 fn push_fn(reads: Vec<Var>, writes: Vec<Var>, f: impl FnOnce() -> Result<()> + Send + 'static) {
-    push("test_op", Context::cpu(0), reads, writes, false, Box::new(move |_| f()));
+    push(
+        "test_op",
+        Context::cpu(0),
+        reads,
+        writes,
+        false,
+        Box::new(move |_| f()),
+    );
 }
 
 #[test]
@@ -40,7 +47,11 @@ fn errors_poison_and_engine_keeps_working() {
     let e = wait_for_var(&b, false).unwrap_err();
     assert!(e.message().contains("boom"), "{e}");
     assert!(e.message().contains("test_op"), "{e}");
-    assert_eq!(ran.load(Ordering::SeqCst), 0, "dependent op must be skipped");
+    assert_eq!(
+        ran.load(Ordering::SeqCst),
+        0,
+        "dependent op must be skipped"
+    );
     let _ = wait_for_var(&a, false);
     let _ = wait_for_all();
     // Later work succeeds.

@@ -33,11 +33,19 @@ fn spawn_workers(shared: &Arc<Shared>, ctx: Context) -> Sender<Arc<Opr>> {
         let shared = shared.clone();
         let tx2 = tx.clone();
         std::thread::Builder::new()
-            .name(format!("oxnet-{}{}-worker{}", ctx.dev_type.name(), ctx.dev_id, i))
+            .name(format!(
+                "oxnet-{}{}-worker{}",
+                ctx.dev_type.name(),
+                ctx.dev_id,
+                i
+            ))
             .spawn(move || {
                 mark_worker_thread();
                 crate::profiler::register_thread(ctx, i);
-                let me = Dispatcher { shared: &shared, local: Some(&tx2) };
+                let me = Dispatcher {
+                    shared: &shared,
+                    local: Some(&tx2),
+                };
                 while let Ok(opr) = rx.recv() {
                     me.run(opr);
                 }
@@ -122,7 +130,11 @@ impl ThreadedEngine {
     pub fn new() -> ThreadedEngine {
         let shared = Arc::new(Shared::new());
         let cpu_queue = spawn_workers(&shared, Context::cpu(0));
-        ThreadedEngine { shared, queues: Mutex::new(HashMap::new()), cpu_queue }
+        ThreadedEngine {
+            shared,
+            queues: Mutex::new(HashMap::new()),
+            cpu_queue,
+        }
     }
 
     fn send(&self, opr: Arc<Opr>) {
@@ -177,7 +189,10 @@ impl Engine for ThreadedEngine {
         self.shared.op_started();
         let ready = enqueue(&opr) + 1;
         if opr.wait.fetch_sub(ready, Ordering::AcqRel) == ready {
-            let d = Dispatcher { shared: &self.shared, local: None };
+            let d = Dispatcher {
+                shared: &self.shared,
+                local: None,
+            };
             if opr.inline || opr.is_wait {
                 d.run(opr);
             } else {
@@ -190,7 +205,8 @@ impl Engine for ThreadedEngine {
         super::check_not_worker("wait_to_read")?;
         {
             let s = var.0.state.lock();
-            let idle = s.queue.is_empty() && !s.running_write && (!for_write || s.running_reads == 0);
+            let idle =
+                s.queue.is_empty() && !s.running_write && (!for_write || s.running_reads == 0);
             if idle {
                 drop(s);
                 return match var.take_error() {

@@ -42,13 +42,28 @@ pub struct ImageView<'a> {
 impl Image {
     pub fn new(height: usize, width: usize, channels: usize, data: Vec<u8>) -> Result<Image> {
         check_dims("Image", height, width, channels, data.len())?;
-        Ok(Image { height, width, channels, data })
+        Ok(Image {
+            height,
+            width,
+            channels,
+            data,
+        })
     }
     pub fn zeros(height: usize, width: usize, channels: usize) -> Image {
-        Image { height, width, channels, data: vec![0; height * width * channels] }
+        Image {
+            height,
+            width,
+            channels,
+            data: vec![0; height * width * channels],
+        }
     }
     pub fn view(&self) -> ImageView<'_> {
-        ImageView { height: self.height, width: self.width, channels: self.channels, data: &self.data }
+        ImageView {
+            height: self.height,
+            width: self.width,
+            channels: self.channels,
+            data: &self.data,
+        }
     }
     /// (height, width, channels), as MXNet's HWC shape.
     pub fn shape(&self) -> (usize, usize, usize) {
@@ -59,10 +74,20 @@ impl Image {
 impl<'a> ImageView<'a> {
     pub fn new(height: usize, width: usize, channels: usize, data: &'a [u8]) -> Result<Self> {
         check_dims("ImageView", height, width, channels, data.len())?;
-        Ok(ImageView { height, width, channels, data })
+        Ok(ImageView {
+            height,
+            width,
+            channels,
+            data,
+        })
     }
     pub fn to_image(&self) -> Image {
-        Image { height: self.height, width: self.width, channels: self.channels, data: self.data.to_vec() }
+        Image {
+            height: self.height,
+            width: self.width,
+            channels: self.channels,
+            data: self.data.to_vec(),
+        }
     }
 }
 
@@ -72,7 +97,8 @@ fn check_dims(what: &str, h: usize, w: usize, c: usize, len: usize) -> Result<()
         Some(n) if n == len => Ok(()),
         _ => Err(Error::Shape(format!(
             "{what}: shape ({h}, {w}, {c}) needs {} bytes but the buffer has {len}",
-            need.map(|n| n.to_string()).unwrap_or_else(|| "too many".into())
+            need.map(|n| n.to_string())
+                .unwrap_or_else(|| "too many".into())
         ))),
     }
 }
@@ -122,9 +148,13 @@ pub fn decode_shape(data: &[u8], flag: i32) -> Result<(usize, usize, usize)> {
     let c = check_flag(flag)?;
     match sniff(data) {
         Some(ImageFormat::Jpeg) => {
-            let mut d = zune_jpeg::JpegDecoder::new_with_options(ZCursor::new(data), jpeg_options());
-            d.decode_headers().map_err(|e| Error::Decode(format!("imdecode: invalid JPEG: {e:?}")))?;
-            let info = d.info().ok_or_else(|| Error::Decode("imdecode: invalid JPEG headers".into()))?;
+            let mut d =
+                zune_jpeg::JpegDecoder::new_with_options(ZCursor::new(data), jpeg_options());
+            d.decode_headers()
+                .map_err(|e| Error::Decode(format!("imdecode: invalid JPEG: {e:?}")))?;
+            let info = d
+                .info()
+                .ok_or_else(|| Error::Decode("imdecode: invalid JPEG headers".into()))?;
             Ok((info.height as usize, info.width as usize, c))
         }
         Some(ImageFormat::Png) => {
@@ -140,7 +170,9 @@ pub fn decode_shape(data: &[u8], flag: i32) -> Result<(usize, usize, usize)> {
             let w = u32::from_be_bytes([data[16], data[17], data[18], data[19]]) as usize;
             let h = u32::from_be_bytes([data[20], data[21], data[22], data[23]]) as usize;
             if w == 0 || h == 0 || w > MAX_SIDE || h > MAX_SIDE || w * h > MAX_PIXELS {
-                return Err(Error::Decode(format!("imdecode: PNG size {w}x{h} is empty or too large")));
+                return Err(Error::Decode(format!(
+                    "imdecode: PNG size {w}x{h} is empty or too large"
+                )));
             }
             Ok((h, w, c))
         }
@@ -160,7 +192,9 @@ fn unknown_format(data: &[u8]) -> Error {
 }
 
 fn jpeg_options() -> DecoderOptions {
-    DecoderOptions::default().set_max_width(MAX_SIDE).set_max_height(MAX_SIDE)
+    DecoderOptions::default()
+        .set_max_width(MAX_SIDE)
+        .set_max_height(MAX_SIDE)
 }
 fn png_options() -> DecoderOptions {
     DecoderOptions::default()
@@ -191,13 +225,22 @@ fn jpeg_has_eoi_after_last_scan(data: &[u8]) -> bool {
 }
 
 fn decode_jpeg(data: &[u8], c: usize, to_rgb: bool) -> Result<Image> {
-    let err = |e: &dyn std::fmt::Debug| Error::Decode(format!("imdecode: invalid JPEG ({}): {e:?}", describe_start(data)));
+    let err = |e: &dyn std::fmt::Debug| {
+        Error::Decode(format!(
+            "imdecode: invalid JPEG ({}): {e:?}",
+            describe_start(data)
+        ))
+    };
     let mut d = zune_jpeg::JpegDecoder::new_with_options(ZCursor::new(data), jpeg_options());
     d.decode_headers().map_err(|e| err(&e))?;
-    let info = d.info().ok_or_else(|| Error::Decode("imdecode: invalid JPEG headers".into()))?;
+    let info = d
+        .info()
+        .ok_or_else(|| Error::Decode("imdecode: invalid JPEG headers".into()))?;
     let (w, h) = (info.width as usize, info.height as usize);
     if w == 0 || h == 0 || w * h > MAX_PIXELS {
-        return Err(Error::Decode(format!("imdecode: JPEG size {w}x{h} is empty or too large")));
+        return Err(Error::Decode(format!(
+            "imdecode: JPEG size {w}x{h} is empty or too large"
+        )));
     }
     if !jpeg_has_eoi_after_last_scan(data) {
         return Err(Error::Decode(format!(
@@ -209,18 +252,29 @@ fn decode_jpeg(data: &[u8], c: usize, to_rgb: bool) -> Result<Image> {
     let gray_src = input == ColorSpace::Luma;
     // zune-jpeg's direct BGR output rounds differently from its RGB path:
     // decode RGB and swap, so BGR is exactly RGB reversed.
-    let out_cs = if c == 1 || gray_src { ColorSpace::Luma } else { ColorSpace::RGB };
+    let out_cs = if c == 1 || gray_src {
+        ColorSpace::Luma
+    } else {
+        ColorSpace::RGB
+    };
     d.set_options(jpeg_options().jpeg_set_out_colorspace(out_cs));
     let n_out = out_cs.num_components();
     let mut buf = vec![0u8; w * h * n_out];
     d.decode_into(&mut buf).map_err(|e| err(&e))?;
     if let Some(dinfo) = d.info() {
         if dinfo.width as usize != w || dinfo.height as usize != h {
-            return Err(Error::Decode("imdecode: JPEG size changed while decoding".into()));
+            return Err(Error::Decode(
+                "imdecode: JPEG size changed while decoding".into(),
+            ));
         }
     }
     let data = if n_out == c { buf } else { gray_to_n(&buf, c) };
-    let mut img = Image { height: h, width: w, channels: c, data };
+    let mut img = Image {
+        height: h,
+        width: w,
+        channels: c,
+        data,
+    };
     if !to_rgb && n_out == 3 {
         swap_rb(&mut img);
     }
@@ -244,15 +298,28 @@ fn luma(r: u8, g: u8, b: u8) -> u8 {
 }
 
 fn decode_png(data: &[u8], c: usize, to_rgb: bool) -> Result<Image> {
-    let err = |e: &dyn std::fmt::Debug| Error::Decode(format!("imdecode: invalid PNG ({}): {e:?}", describe_start(data)));
+    let err = |e: &dyn std::fmt::Debug| {
+        Error::Decode(format!(
+            "imdecode: invalid PNG ({}): {e:?}",
+            describe_start(data)
+        ))
+    };
     let mut d = zune_png::PngDecoder::new_with_options(ZCursor::new(data), png_options());
     d.decode_headers().map_err(|e| err(&e))?;
-    let (w, h) = d.dimensions().ok_or_else(|| Error::Decode("imdecode: invalid PNG headers".into()))?;
+    let (w, h) = d
+        .dimensions()
+        .ok_or_else(|| Error::Decode("imdecode: invalid PNG headers".into()))?;
     if w == 0 || h == 0 || w * h > MAX_PIXELS {
-        return Err(Error::Decode(format!("imdecode: PNG size {w}x{h} is empty or too large")));
+        return Err(Error::Decode(format!(
+            "imdecode: PNG size {w}x{h} is empty or too large"
+        )));
     }
-    let cs = d.colorspace().ok_or_else(|| Error::Decode("imdecode: invalid PNG colour type".into()))?;
-    let n = d.output_buffer_size().ok_or_else(|| Error::Decode("imdecode: invalid PNG headers".into()))?;
+    let cs = d
+        .colorspace()
+        .ok_or_else(|| Error::Decode("imdecode: invalid PNG colour type".into()))?;
+    let n = d
+        .output_buffer_size()
+        .ok_or_else(|| Error::Decode("imdecode: invalid PNG headers".into()))?;
     let nc = cs.num_components();
     if n != w * h * nc {
         return Err(Error::Decode(format!(
@@ -296,10 +363,17 @@ fn decode_png(data: &[u8], c: usize, to_rgb: bool) -> Result<Image> {
             }
         }
         (cs, _) => {
-            return Err(Error::Decode(format!("imdecode: PNG colour space {cs:?} is not supported")))
+            return Err(Error::Decode(format!(
+                "imdecode: PNG colour space {cs:?} is not supported"
+            )))
         }
     }
-    Ok(Image { height: h, width: w, channels: c, data: out })
+    Ok(Image {
+        height: h,
+        width: w,
+        channels: c,
+        data: out,
+    })
 }
 
 /// Swap the first and third channel of every pixel (RGB <-> BGR).
@@ -317,7 +391,13 @@ pub fn swap_rb(img: &mut Image) {
 pub fn encode_png(src: ImageView<'_>) -> Result<Vec<u8>> {
     use zune_core::bit_depth::BitDepth;
     use zune_core::options::EncoderOptions;
-    check_dims("encode_png", src.height, src.width, src.channels, src.data.len())?;
+    check_dims(
+        "encode_png",
+        src.height,
+        src.width,
+        src.channels,
+        src.data.len(),
+    )?;
     if src.height == 0 || src.width == 0 {
         return Err(Error::Shape("encode_png: the image is empty".into()));
     }
@@ -326,12 +406,17 @@ pub fn encode_png(src: ImageView<'_>) -> Result<Vec<u8>> {
         2 => ColorSpace::LumaA,
         3 => ColorSpace::RGB,
         4 => ColorSpace::RGBA,
-        c => return Err(Error::Shape(format!("encode_png: {c} channels cannot be written as PNG (1 to 4)"))),
+        c => {
+            return Err(Error::Shape(format!(
+                "encode_png: {c} channels cannot be written as PNG (1 to 4)"
+            )))
+        }
     };
     let opts = EncoderOptions::new(src.width, src.height, cs, BitDepth::Eight);
     let mut enc = zune_png::PngEncoder::new(src.data, opts);
     let mut out: Vec<u8> = Vec::new();
-    enc.encode(&mut out).map_err(|e| Error::Io(format!("encode_png: {e:?}")))?;
+    enc.encode(&mut out)
+        .map_err(|e| Error::Io(format!("encode_png: {e:?}")))?;
     Ok(out)
 }
 
@@ -351,7 +436,12 @@ impl Interp {
     /// Resolve an MXNet interpolation code for a resize from (src_h, src_w) to
     /// (dst_h, dst_w): 0-4 as is, 9 = bicubic when enlarging, area when
     /// shrinking, bilinear otherwise, 10 = one of 0-4 drawn from `rng`.
-    pub fn from_mxnet(code: i32, src_hw: (usize, usize), dst_hw: (usize, usize), rng: Option<&mut Rng>) -> Result<Interp> {
+    pub fn from_mxnet(
+        code: i32,
+        src_hw: (usize, usize),
+        dst_hw: (usize, usize),
+        rng: Option<&mut Rng>,
+    ) -> Result<Interp> {
         Ok(match code {
             0 => Interp::Nearest,
             1 => Interp::Bilinear,
@@ -421,7 +511,11 @@ fn pixel_type(c: usize) -> Result<fir::PixelType> {
         2 => fir::PixelType::U8x2,
         3 => fir::PixelType::U8x3,
         4 => fir::PixelType::U8x4,
-        _ => return Err(Error::Shape(format!("imresize: {c} channels are not supported (1 to 4)"))),
+        _ => {
+            return Err(Error::Shape(format!(
+                "imresize: {c} channels are not supported (1 to 4)"
+            )))
+        }
     })
 }
 
@@ -442,7 +536,9 @@ pub struct Resizer {
 
 impl Resizer {
     pub fn new() -> Resizer {
-        Resizer { inner: fir::Resizer::new() }
+        Resizer {
+            inner: fir::Resizer::new(),
+        }
     }
 
     /// Resize `rect` of `src` to `dst_w` x `dst_h`, writing HWC u8 into `dst`.
@@ -458,7 +554,9 @@ impl Resizer {
         let c = src.channels;
         check_rect("imresize", &src, rect)?;
         if dst_w == 0 || dst_h == 0 {
-            return Err(Error::Param(format!("imresize: output size {dst_w}x{dst_h} must be positive")));
+            return Err(Error::Param(format!(
+                "imresize: output size {dst_w}x{dst_h} must be positive"
+            )));
         }
         check_dims("imresize output", dst_h, dst_w, c, dst.len())?;
         if interp == Interp::Nearest {
@@ -470,9 +568,14 @@ impl Resizer {
             return Ok(());
         }
         let pt = pixel_type(c)?;
-        let fe = |e: &dyn std::fmt::Display| Error::Op { op: "imresize".into(), msg: e.to_string() };
-        let src_img = fir::images::ImageRef::new(src.width as u32, src.height as u32, src.data, pt).map_err(|e| fe(&e))?;
-        let mut dst_img = fir::images::Image::from_slice_u8(dst_w as u32, dst_h as u32, dst, pt).map_err(|e| fe(&e))?;
+        let fe = |e: &dyn std::fmt::Display| Error::Op {
+            op: "imresize".into(),
+            msg: e.to_string(),
+        };
+        let src_img = fir::images::ImageRef::new(src.width as u32, src.height as u32, src.data, pt)
+            .map_err(|e| fe(&e))?;
+        let mut dst_img = fir::images::Image::from_slice_u8(dst_w as u32, dst_h as u32, dst, pt)
+            .map_err(|e| fe(&e))?;
         let alg = match interp {
             Interp::Bilinear => fir::ResizeAlg::Interpolation(fir::FilterType::Bilinear),
             Interp::Bicubic => fir::ResizeAlg::Interpolation(fir::FilterType::Custom(
@@ -488,11 +591,20 @@ impl Resizer {
             .resize_alg(alg)
             .use_alpha(false)
             .crop(rect.x as f64, rect.y as f64, rect.w as f64, rect.h as f64);
-        self.inner.resize(&src_img, &mut dst_img, &opts).map_err(|e| fe(&e))
+        self.inner
+            .resize(&src_img, &mut dst_img, &opts)
+            .map_err(|e| fe(&e))
     }
 
     /// Resize a region into a new image.
-    pub fn resize(&mut self, src: ImageView<'_>, rect: Rect, dst_w: usize, dst_h: usize, interp: Interp) -> Result<Image> {
+    pub fn resize(
+        &mut self,
+        src: ImageView<'_>,
+        rect: Rect,
+        dst_w: usize,
+        dst_h: usize,
+        interp: Interp,
+    ) -> Result<Image> {
         let mut out = Image::zeros(dst_h, dst_w, src.channels);
         self.resize_into(src, rect, &mut out.data, dst_w, dst_h, interp)?;
         Ok(out)
@@ -514,10 +626,13 @@ fn check_rect(op: &str, src: &ImageView<'_>, r: Rect) -> Result<()> {
 fn nearest(src: ImageView<'_>, rect: Rect, dst: &mut [u8], dw: usize, dh: usize) {
     let c = src.channels;
     let xs: Vec<usize> = (0..dw)
-        .map(|x| (((x as f64) * rect.w as f64 / dw as f64).floor() as usize).min(rect.w - 1) + rect.x)
+        .map(|x| {
+            (((x as f64) * rect.w as f64 / dw as f64).floor() as usize).min(rect.w - 1) + rect.x
+        })
         .collect();
     for y in 0..dh {
-        let sy = (((y as f64) * rect.h as f64 / dh as f64).floor() as usize).min(rect.h - 1) + rect.y;
+        let sy =
+            (((y as f64) * rect.h as f64 / dh as f64).floor() as usize).min(rect.h - 1) + rect.y;
         let srow = &src.data[sy * src.width * c..(sy + 1) * src.width * c];
         let drow = &mut dst[y * dw * c..(y + 1) * dw * c];
         for (x, &sx) in xs.iter().enumerate() {
@@ -616,7 +731,12 @@ fn area(src: ImageView<'_>, rect: Rect, dst: &mut [u8], dw: usize, dh: usize) {
 /// `mx.image.imresize(src, w, h, interp)`.
 pub fn imresize(src: ImageView<'_>, w: usize, h: usize, interp: i32) -> Result<Image> {
     let it = Interp::from_mxnet(interp, (src.height, src.width), (h, w), None)?;
-    let full = Rect { x: 0, y: 0, w: src.width, h: src.height };
+    let full = Rect {
+        x: 0,
+        y: 0,
+        w: src.width,
+        h: src.height,
+    };
     Resizer::new().resize(src, full, w, h, it)
 }
 
@@ -653,7 +773,12 @@ pub fn scale_down(src_size: (usize, usize), size: (usize, usize)) -> (usize, usi
 }
 
 /// `mx.image.fixed_crop`: crop `rect`, then resize to `size` (w, h) if given and different.
-pub fn fixed_crop(src: ImageView<'_>, rect: Rect, size: Option<(usize, usize)>, interp: i32) -> Result<Image> {
+pub fn fixed_crop(
+    src: ImageView<'_>,
+    rect: Rect,
+    size: Option<(usize, usize)>,
+    interp: i32,
+) -> Result<Image> {
     check_rect("fixed_crop", &src, rect)?;
     match size {
         Some((w, h)) if (w, h) != (rect.w, rect.h) => {
@@ -671,13 +796,23 @@ fn crop(src: ImageView<'_>, r: Rect) -> Image {
         let row = (y * src.width + r.x) * c;
         out.extend_from_slice(&src.data[row..row + r.w * c]);
     }
-    Image { height: r.h, width: r.w, channels: c, data: out }
+    Image {
+        height: r.h,
+        width: r.w,
+        channels: c,
+        data: out,
+    }
 }
 
 /// The region `center_crop` takes for an output of `size` (w, h).
 pub fn center_crop_rect(src_w: usize, src_h: usize, size: (usize, usize)) -> Rect {
     let (nw, nh) = scale_down((src_w, src_h), size);
-    Rect { x: (src_w - nw) / 2, y: (src_h - nh) / 2, w: nw.max(1), h: nh.max(1) }
+    Rect {
+        x: (src_w - nw) / 2,
+        y: (src_h - nh) / 2,
+        w: nw.max(1),
+        h: nh.max(1),
+    }
 }
 
 /// The region `random_crop` takes for an output of `size` (w, h).
@@ -685,7 +820,12 @@ pub fn random_crop_rect(src_w: usize, src_h: usize, size: (usize, usize), rng: &
     let (nw, nh) = scale_down((src_w, src_h), size);
     let x = rng.below((src_w - nw) as u64 + 1) as usize;
     let y = rng.below((src_h - nh) as u64 + 1) as usize;
-    Rect { x, y, w: nw.max(1), h: nh.max(1) }
+    Rect {
+        x,
+        y,
+        w: nw.max(1),
+        h: nh.max(1),
+    }
 }
 
 /// `mx.image.center_crop(src, size, interp)`: the image and the region used.
@@ -695,7 +835,12 @@ pub fn center_crop(src: ImageView<'_>, size: (usize, usize), interp: i32) -> Res
 }
 
 /// `mx.image.random_crop(src, size, interp)`.
-pub fn random_crop(src: ImageView<'_>, size: (usize, usize), interp: i32, rng: &mut Rng) -> Result<(Image, Rect)> {
+pub fn random_crop(
+    src: ImageView<'_>,
+    size: (usize, usize),
+    interp: i32,
+    rng: &mut Rng,
+) -> Result<(Image, Rect)> {
     let r = random_crop_rect(src.width, src.height, size, rng);
     Ok((fixed_crop(src, r, Some(size), interp)?, r))
 }
@@ -727,7 +872,11 @@ pub struct Normalize {
 
 impl Normalize {
     pub fn identity(c: usize) -> Normalize {
-        Normalize { mean: vec![0.0; c], std: vec![1.0; c], scale: 1.0 }
+        Normalize {
+            mean: vec![0.0; c],
+            std: vec![1.0; c],
+            scale: 1.0,
+        }
     }
     fn check(&self, c: usize) -> Result<()> {
         if self.mean.len() != c || self.std.len() != c {
@@ -746,7 +895,13 @@ impl Normalize {
 
 /// Crop `rect` of an HWC u8 image, optionally mirror it, and write it as CHW
 /// f32 normalised straight into `dst` (length c * rect.h * rect.w).
-pub fn write_chw_f32(src: ImageView<'_>, rect: Rect, mirror: bool, norm: &Normalize, dst: &mut [f32]) -> Result<()> {
+pub fn write_chw_f32(
+    src: ImageView<'_>,
+    rect: Rect,
+    mirror: bool,
+    norm: &Normalize,
+    dst: &mut [f32],
+) -> Result<()> {
     let c = src.channels;
     check_rect("to_chw", &src, rect)?;
     norm.check(c)?;
@@ -800,7 +955,10 @@ const GRAY_COEF: [f32; 3] = [0.299, 0.587, 0.114];
 
 fn check_rgb(op: &str, data: &[f32]) -> Result<()> {
     if data.len() % 3 != 0 {
-        return Err(Error::Shape(format!("{op}: expected an HWC image with 3 channels, got {} values", data.len())));
+        return Err(Error::Shape(format!(
+            "{op}: expected an HWC image with 3 channels, got {} values",
+            data.len()
+        )));
     }
     Ok(())
 }
@@ -843,8 +1001,16 @@ pub fn adjust_saturation(data: &mut [f32], alpha: f32) -> Result<()> {
 /// HueJitterAug: rotate the hue by `alpha * pi` in YIQ space (MXNet's matrices).
 pub fn adjust_hue(data: &mut [f32], alpha: f32) -> Result<()> {
     check_rgb("HueJitterAug", data)?;
-    let tyiq = [[0.299f64, 0.587, 0.114], [0.596, -0.274, -0.321], [0.211, -0.523, 0.311]];
-    let ityiq = [[1.0f64, 0.956, 0.621], [1.0, -0.272, -0.647], [1.0, -1.107, 1.705]];
+    let tyiq = [
+        [0.299f64, 0.587, 0.114],
+        [0.596, -0.274, -0.321],
+        [0.211, -0.523, 0.311],
+    ];
+    let ityiq = [
+        [1.0f64, 0.956, 0.621],
+        [1.0, -0.272, -0.647],
+        [1.0, -1.107, 1.705],
+    ];
     let u = (alpha as f64 * std::f64::consts::PI).cos();
     let w = (alpha as f64 * std::f64::consts::PI).sin();
     let bt = [[1.0, 0.0, 0.0], [0.0, u, -w], [0.0, w, u]];
@@ -875,7 +1041,12 @@ pub fn adjust_hue(data: &mut [f32], alpha: f32) -> Result<()> {
 }
 
 /// LightingAug: add `eigvec . (alpha * eigval)` to every pixel.
-pub fn adjust_lighting(data: &mut [f32], alpha: [f32; 3], eigval: [f32; 3], eigvec: [[f32; 3]; 3]) -> Result<()> {
+pub fn adjust_lighting(
+    data: &mut [f32],
+    alpha: [f32; 3],
+    eigval: [f32; 3],
+    eigvec: [[f32; 3]; 3],
+) -> Result<()> {
     check_rgb("LightingAug", data)?;
     let mut rgb = [0f32; 3];
     for (i, r) in rgb.iter_mut().enumerate() {
@@ -918,8 +1089,20 @@ mod tests {
         let n = v["n_samples"].as_u64().unwrap() as usize;
         let mut out = Vec::new();
         for (name, r) in v["images"].as_object().unwrap() {
-            let u8s = |k: &str| r[k].as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as u8).collect::<Vec<_>>();
-            let f64s = |k: &str| r[k].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect::<Vec<_>>();
+            let u8s = |k: &str| {
+                r[k].as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_u64().unwrap() as u8)
+                    .collect::<Vec<_>>()
+            };
+            let f64s = |k: &str| {
+                r[k].as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_f64().unwrap())
+                    .collect::<Vec<_>>()
+            };
             out.push(Ref {
                 name: name.clone(),
                 w: r["width"].as_u64().unwrap() as usize,
@@ -947,14 +1130,25 @@ mod tests {
     fn means(img: &Image) -> Vec<f64> {
         let c = img.channels;
         (0..c)
-            .map(|k| img.data.iter().skip(k).step_by(c).map(|&v| v as f64).sum::<f64>() / (img.data.len() / c) as f64)
+            .map(|k| {
+                img.data
+                    .iter()
+                    .skip(k)
+                    .step_by(c)
+                    .map(|&v| v as f64)
+                    .sum::<f64>()
+                    / (img.data.len() / c) as f64
+            })
             .collect()
     }
 
     fn max_diff(a: &[u8], b: &[u8]) -> (u8, f64) {
         assert_eq!(a.len(), b.len());
         let d: Vec<u8> = a.iter().zip(b).map(|(x, y)| x.abs_diff(*y)).collect();
-        (*d.iter().max().unwrap(), d.iter().map(|&x| x as f64).sum::<f64>() / d.len() as f64)
+        (
+            *d.iter().max().unwrap(),
+            d.iter().map(|&x| x as f64).sum::<f64>() / d.len() as f64,
+        )
     }
 
     #[test]
@@ -972,17 +1166,31 @@ mod tests {
             let (mx, mean) = max_diff(&samples(&img, n), &r.rgb);
             let m = means(&img);
             for k in 0..3 {
-                assert!((m[k] - r.rgb_mean[k]).abs() < 0.6, "{}: channel {k} mean {} vs {}", r.name, m[k], r.rgb_mean[k]);
+                assert!(
+                    (m[k] - r.rgb_mean[k]).abs() < 0.6,
+                    "{}: channel {k} mean {} vs {}",
+                    r.name,
+                    m[k],
+                    r.rgb_mean[k]
+                );
             }
             // JPEG decoders may differ by a few levels (upsampling, IDCT rounding)
             let tol = if r.name.ends_with(".png") { 0 } else { 6 };
-            assert!(mx <= tol && mean < 1.0, "{}: RGB max diff {mx}, mean diff {mean}", r.name);
+            assert!(
+                mx <= tol && mean < 1.0,
+                "{}: RGB max diff {mx}, mean diff {mean}",
+                r.name
+            );
 
             let g = imdecode(&bytes, 0, true).unwrap();
             assert_eq!(g.shape(), (r.h, r.w, 1));
             let (mx, mean) = max_diff(&samples(&g, n), &r.gray);
             let tol = if r.name.ends_with(".png") { 1 } else { 2 };
-            assert!(mx <= tol && mean < 0.6, "{}: gray max diff {mx}, mean diff {mean}", r.name);
+            assert!(
+                mx <= tol && mean < 0.6,
+                "{}: gray max diff {mx}, mean diff {mean}",
+                r.name
+            );
             assert!((means(&g)[0] - r.gray_mean).abs() < 0.5, "{}", r.name);
 
             let bgr = imdecode(&bytes, 1, false).unwrap();
@@ -997,17 +1205,29 @@ mod tests {
     fn gray_jpeg_gives_three_equal_channels() {
         let img = imdecode(&load("camera_gray_512x512.jpg"), 1, true).unwrap();
         assert_eq!(img.channels, 3);
-        assert!(img.data.chunks_exact(3).all(|p| p[0] == p[1] && p[1] == p[2]));
+        assert!(img
+            .data
+            .chunks_exact(3)
+            .all(|p| p[0] == p[1] && p[1] == p[2]));
         let g = imdecode(&load("camera_gray_512x512.jpg"), 0, true).unwrap();
-        assert_eq!(g.data, img.data.iter().step_by(3).copied().collect::<Vec<_>>());
+        assert_eq!(
+            g.data,
+            img.data.iter().step_by(3).copied().collect::<Vec<_>>()
+        );
     }
 
     #[test]
     fn bad_input_errors_not_panics() {
         let good = load("chelsea_160x107_thumb.jpg");
         let png = load("chelsea_120x80.png");
-        assert!(imdecode(&[], 1, true).unwrap_err().message().contains("empty"));
-        assert!(imdecode(b"GIF89a....", 1, true).unwrap_err().message().contains("neither JPEG nor PNG"));
+        assert!(imdecode(&[], 1, true)
+            .unwrap_err()
+            .message()
+            .contains("empty"));
+        assert!(imdecode(b"GIF89a....", 1, true)
+            .unwrap_err()
+            .message()
+            .contains("neither JPEG nor PNG"));
         assert!(matches!(imdecode(&good, 2, true), Err(Error::Param(_))));
         for cut in [3usize, 20, 200, good.len() / 2, good.len() - 2] {
             let e = imdecode(&good[..cut], 1, true).unwrap_err();
@@ -1019,7 +1239,11 @@ mod tests {
         // random corruption: never panics
         let mut rng = Rng::seeded(3);
         for i in 0..300 {
-            let mut b = if i % 2 == 0 { good.clone() } else { png.clone() };
+            let mut b = if i % 2 == 0 {
+                good.clone()
+            } else {
+                png.clone()
+            };
             for _ in 0..1 + rng.below(8) {
                 let k = rng.below(b.len() as u64) as usize;
                 b[k] = rng.below(256) as u8;
@@ -1061,7 +1285,8 @@ mod tests {
                 let wx = fx - x0 as f64;
                 for k in 0..c {
                     let p = |yy: usize, xx: usize| src.data[(yy * src.width + xx) * c + k] as f64;
-                    let v = (1.0 - wy) * ((1.0 - wx) * p(y0, x0) + wx * p(y0, x1)) + wy * ((1.0 - wx) * p(y1, x0) + wx * p(y1, x1));
+                    let v = (1.0 - wy) * ((1.0 - wx) * p(y0, x0) + wx * p(y0, x1))
+                        + wy * ((1.0 - wx) * p(y1, x0) + wx * p(y1, x1));
                     out.data[(y * dw + x) * c + k] = v.round().clamp(0.0, 255.0) as u8;
                 }
             }
@@ -1101,7 +1326,12 @@ mod tests {
                 let m0 = means(&img);
                 let m1 = means(&out);
                 for k in 0..3 {
-                    assert!((m0[k] - m1[k]).abs() < 3.0, "interp {interp} {w}x{h}: mean {} vs {}", m1[k], m0[k]);
+                    assert!(
+                        (m0[k] - m1[k]).abs() < 3.0,
+                        "interp {interp} {w}x{h}: mean {} vs {}",
+                        m1[k],
+                        m0[k]
+                    );
                 }
                 if (w, h) == (120, 80) && interp != 4 && interp != 2 {
                     assert_eq!(out.data, img.data, "interp {interp}: identity resize");
@@ -1111,17 +1341,32 @@ mod tests {
         // nearest: exact OpenCV rule on a tiny image
         let tiny = Image::new(1, 4, 1, vec![10, 20, 30, 40]).unwrap();
         assert_eq!(imresize(tiny.view(), 2, 1, 0).unwrap().data, vec![10, 30]);
-        assert_eq!(imresize(tiny.view(), 8, 1, 0).unwrap().data, vec![10, 10, 20, 20, 30, 30, 40, 40]);
+        assert_eq!(
+            imresize(tiny.view(), 8, 1, 0).unwrap().data,
+            vec![10, 10, 20, 20, 30, 30, 40, 40]
+        );
         // area on an integer factor is the block mean
         let sq = Image::new(2, 2, 1, vec![0, 100, 50, 250]).unwrap();
         assert_eq!(imresize(sq.view(), 1, 1, 3).unwrap().data, vec![100]);
-        assert!(imresize(v, 10, 10, 7).unwrap_err().message().contains("interp=7"));
+        assert!(imresize(v, 10, 10, 7)
+            .unwrap_err()
+            .message()
+            .contains("interp=7"));
         assert!(imresize(v, 0, 10, 1).is_err());
         let mut rng = Rng::seeded(1);
         assert!(Interp::from_mxnet(10, (1, 1), (2, 2), Some(&mut rng)).is_ok());
-        assert_eq!(Interp::from_mxnet(9, (10, 10), (20, 20), None).unwrap(), Interp::Bicubic);
-        assert_eq!(Interp::from_mxnet(9, (10, 10), (5, 5), None).unwrap(), Interp::Area);
-        assert_eq!(Interp::from_mxnet(9, (10, 10), (5, 20), None).unwrap(), Interp::Bilinear);
+        assert_eq!(
+            Interp::from_mxnet(9, (10, 10), (20, 20), None).unwrap(),
+            Interp::Bicubic
+        );
+        assert_eq!(
+            Interp::from_mxnet(9, (10, 10), (5, 5), None).unwrap(),
+            Interp::Area
+        );
+        assert_eq!(
+            Interp::from_mxnet(9, (10, 10), (5, 20), None).unwrap(),
+            Interp::Bilinear
+        );
 
         assert_eq!(short_side_size(300, 451, 256), (256, 384));
         assert_eq!(short_side_size(640, 480, 224), (298, 224));
@@ -1131,11 +1376,27 @@ mod tests {
         assert_eq!(scale_down((100, 50), (30, 20)), (30, 20));
 
         let (cc, r) = center_crop(v, (50, 40), 1).unwrap();
-        assert_eq!(r, Rect { x: 35, y: 20, w: 50, h: 40 });
+        assert_eq!(
+            r,
+            Rect {
+                x: 35,
+                y: 20,
+                w: 50,
+                h: 40
+            }
+        );
         assert_eq!(cc.shape(), (40, 50, 3));
         assert_eq!(&cc.data[..3], &img.data[(20 * 120 + 35) * 3..][..3]);
         let (big, r) = center_crop(v, (200, 200), 1).unwrap();
-        assert_eq!(r, Rect { x: 20, y: 0, w: 80, h: 80 });
+        assert_eq!(
+            r,
+            Rect {
+                x: 20,
+                y: 0,
+                w: 80,
+                h: 80
+            }
+        );
         assert_eq!(big.shape(), (200, 200, 3));
         let mut rng = Rng::seeded(5);
         for _ in 0..20 {
@@ -1143,7 +1404,18 @@ mod tests {
             assert!(r.x + 30 <= 120 && r.y + 30 <= 80);
             assert_eq!(rc, crop(v, r));
         }
-        assert!(fixed_crop(v, Rect { x: 100, y: 0, w: 30, h: 10 }, None, 1).is_err());
+        assert!(fixed_crop(
+            v,
+            Rect {
+                x: 100,
+                y: 0,
+                w: 30,
+                h: 10
+            },
+            None,
+            1
+        )
+        .is_err());
     }
 
     #[test]
@@ -1155,8 +1427,17 @@ mod tests {
         flip_horizontal(&mut f);
         assert_eq!(f, img);
 
-        let norm = Normalize { mean: vec![1.0, 2.0, 3.0], std: vec![2.0, 4.0, 0.5], scale: 1.0 };
-        let rect = Rect { x: 1, y: 0, w: 2, h: 2 };
+        let norm = Normalize {
+            mean: vec![1.0, 2.0, 3.0],
+            std: vec![2.0, 4.0, 0.5],
+            scale: 1.0,
+        };
+        let rect = Rect {
+            x: 1,
+            y: 0,
+            w: 2,
+            h: 2,
+        };
         let mut out = vec![0f32; 12];
         write_chw_f32(img.view(), rect, false, &norm, &mut out).unwrap();
         // pixel (y, x) channel k = (y*3+x)*3+k
@@ -1189,19 +1470,48 @@ mod tests {
             .unwrap()
             .map(|e| e.unwrap().path())
             .filter(|p| p.extension().map(|e| e == "jpg").unwrap_or(false))
-            .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()))
+            .map(|p| {
+                (
+                    p.file_name().unwrap().to_string_lossy().into_owned(),
+                    std::fs::read(&p).unwrap(),
+                )
+            })
             .collect();
         files.sort();
         let reps = 30;
-        let work: Vec<&[u8]> = (0..reps).flat_map(|_| files.iter().map(|f| &f.1[..])).collect();
-        let px: usize = files.iter().map(|f| { let i = imdecode(&f.1, 1, true).unwrap(); i.width * i.height }).sum();
-        println!("decode-only: {} JPEGs ({:.2} Mpixel per pass): {:?}", files.len(), px as f64 / 1e6, files.iter().map(|f| &f.0).collect::<Vec<_>>());
+        let work: Vec<&[u8]> = (0..reps)
+            .flat_map(|_| files.iter().map(|f| &f.1[..]))
+            .collect();
+        let px: usize = files
+            .iter()
+            .map(|f| {
+                let i = imdecode(&f.1, 1, true).unwrap();
+                i.width * i.height
+            })
+            .sum();
+        println!(
+            "decode-only: {} JPEGs ({:.2} Mpixel per pass): {:?}",
+            files.len(),
+            px as f64 / 1e6,
+            files.iter().map(|f| &f.0).collect::<Vec<_>>()
+        );
         for threads in [1usize, 2] {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
             let t = std::time::Instant::now();
-            let n: usize = pool.install(|| work.par_iter().map(|b| imdecode(b, 1, true).unwrap().data.len().min(1)).sum());
+            let n: usize = pool.install(|| {
+                work.par_iter()
+                    .map(|b| imdecode(b, 1, true).unwrap().data.len().min(1))
+                    .sum()
+            });
             let s = t.elapsed().as_secs_f64();
-            println!("decode-only (JPEG -> RGB u8), {threads} thread(s): {:.0} images/s, {:.1} Mpixel/s", n as f64 / s, (px * reps) as f64 / s / 1e6);
+            println!(
+                "decode-only (JPEG -> RGB u8), {threads} thread(s): {:.0} images/s, {:.1} Mpixel/s",
+                n as f64 / s,
+                (px * reps) as f64 / s / 1e6
+            );
         }
     }
 

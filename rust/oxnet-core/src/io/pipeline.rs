@@ -31,7 +31,10 @@ pub enum RecordSource {
     /// these offsets (from its `.idx` or a scan).
     RecordIO { path: PathBuf, offsets: Vec<u64> },
     /// Image files (relative to `root`) with their labels.
-    Files { root: PathBuf, items: Vec<(PathBuf, Vec<f32>)> },
+    Files {
+        root: PathBuf,
+        items: Vec<(PathBuf, Vec<f32>)>,
+    },
 }
 
 impl RecordSource {
@@ -39,12 +42,18 @@ impl RecordSource {
     pub fn indexed(rec: impl AsRef<Path>, idx: impl AsRef<Path>) -> Result<RecordSource> {
         let r = recordio::IndexedRecordReader::open(idx, rec.as_ref())?;
         let offsets = r.entries().iter().map(|e| e.offset).collect();
-        Ok(RecordSource::RecordIO { path: rec.as_ref().to_path_buf(), offsets })
+        Ok(RecordSource::RecordIO {
+            path: rec.as_ref().to_path_buf(),
+            offsets,
+        })
     }
     /// Records of `rec` found by reading it through once (no `.idx`).
     pub fn scanned(rec: impl AsRef<Path>) -> Result<RecordSource> {
         let offsets = RecordReader::open(rec.as_ref())?.scan_offsets()?;
-        Ok(RecordSource::RecordIO { path: rec.as_ref().to_path_buf(), offsets })
+        Ok(RecordSource::RecordIO {
+            path: rec.as_ref().to_path_buf(),
+            offsets,
+        })
     }
     pub fn len(&self) -> usize {
         match self {
@@ -59,7 +68,11 @@ impl RecordSource {
     pub fn describe(&self, i: usize) -> String {
         match self {
             RecordSource::RecordIO { path, offsets } => {
-                format!("{} record {i} at byte {}", path.display(), offsets.get(i).copied().unwrap_or(0))
+                format!(
+                    "{} record {i} at byte {}",
+                    path.display(),
+                    offsets.get(i).copied().unwrap_or(0)
+                )
             }
             RecordSource::Files { root, items } => match items.get(i) {
                 Some((p, _)) => root.join(p).display().to_string(),
@@ -187,7 +200,10 @@ pub struct Batch {
 
 /// The seed of record `index` in `epoch`.
 pub fn record_seed(seed: u64, epoch: u64, index: usize) -> u64 {
-    seed ^ epoch.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (index as u64).wrapping_add(1).wrapping_mul(0xD1B5_4A32_D192_ED03)
+    seed ^ epoch.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        ^ (index as u64)
+            .wrapping_add(1)
+            .wrapping_mul(0xD1B5_4A32_D192_ED03)
 }
 
 struct Shared {
@@ -217,16 +233,26 @@ impl Pipeline {
     pub fn new(source: RecordSource, aug: AugmentConfig, cfg: PipelineConfig) -> Result<Pipeline> {
         let (c, h, w) = aug.data_shape;
         if c != 1 && c != 3 {
-            return Err(Error::Param(format!("ImageRecordIter: data_shape {:?} must have 1 or 3 channels", aug.data_shape)));
+            return Err(Error::Param(format!(
+                "ImageRecordIter: data_shape {:?} must have 1 or 3 channels",
+                aug.data_shape
+            )));
         }
         if h == 0 || w == 0 {
-            return Err(Error::Param(format!("ImageRecordIter: data_shape {:?} has a zero size", aug.data_shape)));
+            return Err(Error::Param(format!(
+                "ImageRecordIter: data_shape {:?} has a zero size",
+                aug.data_shape
+            )));
         }
         if cfg.batch_size == 0 {
-            return Err(Error::Param("ImageRecordIter: batch_size must be positive".into()));
+            return Err(Error::Param(
+                "ImageRecordIter: batch_size must be positive".into(),
+            ));
         }
         if cfg.label_width == 0 {
-            return Err(Error::Param("ImageRecordIter: label_width must be positive".into()));
+            return Err(Error::Param(
+                "ImageRecordIter: label_width must be positive".into(),
+            ));
         }
         if cfg.num_parts == 0 || cfg.part_index >= cfg.num_parts {
             return Err(Error::Param(format!(
@@ -242,10 +268,14 @@ impl Pipeline {
             )));
         }
         if aug.norm.std.iter().any(|s| *s == 0.0) {
-            return Err(Error::Param("ImageRecordIter: std may not contain 0".into()));
+            return Err(Error::Param(
+                "ImageRecordIter: std may not contain 0".into(),
+            ));
         }
         if aug.resize == Some(0) {
-            return Err(Error::Param("ImageRecordIter: resize must be positive (or None)".into()));
+            return Err(Error::Param(
+                "ImageRecordIter: resize must be positive (or None)".into(),
+            ));
         }
         Interp::from_mxnet(aug.inter_method, (2, 2), (1, 1), Some(&mut Rng::seeded(0)))?;
         let threads = cfg.num_threads.max(1);
@@ -253,19 +283,36 @@ impl Pipeline {
             .num_threads(threads)
             .thread_name(|i| format!("oxnet-decode-{i}"))
             .build()
-            .map_err(|e| Error::Engine(format!("ImageRecordIter: cannot start {threads} decode threads: {e}")))?;
+            .map_err(|e| {
+                Error::Engine(format!(
+                    "ImageRecordIter: cannot start {threads} decode threads: {e}"
+                ))
+            })?;
         let file = match &source {
             RecordSource::RecordIO { path, .. } => {
-                let f = File::open(path)
-                    .map_err(|e| Error::Io(format!("ImageRecordIter: cannot open {}: {e}", path.display())))?;
-                let len = f.metadata().map(|m| m.len()).map_err(|e| Error::Io(format!("{}: {e}", path.display())))?;
+                let f = File::open(path).map_err(|e| {
+                    Error::Io(format!(
+                        "ImageRecordIter: cannot open {}: {e}",
+                        path.display()
+                    ))
+                })?;
+                let len = f
+                    .metadata()
+                    .map(|m| m.len())
+                    .map_err(|e| Error::Io(format!("{}: {e}", path.display())))?;
                 Some((f, len))
             }
             RecordSource::Files { .. } => None,
         };
         let (recycle_tx, recycle_rx) = bounded(cfg.prefetch.max(1) + 2);
         let mut p = Pipeline {
-            shared: Arc::new(Shared { source, aug, cfg, pool, file }),
+            shared: Arc::new(Shared {
+                source,
+                aug,
+                cfg,
+                pool,
+                file,
+            }),
             epoch: 0,
             carry: Vec::new(),
             rx: None,
@@ -307,7 +354,9 @@ impl Pipeline {
         };
         let mut order: Vec<usize> = (lo..hi).collect();
         if cfg.shuffle {
-            let mut rng = Rng::seeded(cfg.seed ^ 0x5EED_0F_5AFF1E ^ self.epoch.wrapping_mul(0xA24B_AED4_963E_E407));
+            let mut rng = Rng::seeded(
+                cfg.seed ^ 0x5EED_0F_5AFF1E ^ self.epoch.wrapping_mul(0xA24B_AED4_963E_E407),
+            );
             for i in (1..order.len()).rev() {
                 let j = rng.below(i as u64 + 1) as usize;
                 order.swap(i, j);
@@ -361,7 +410,9 @@ impl Pipeline {
             Err(e) => {
                 // report through the queue: the next wait sees it
                 let (tx, rx) = bounded(1);
-                let _ = tx.send(Err(Error::Engine(format!("ImageRecordIter: cannot start the producer thread: {e}"))));
+                let _ = tx.send(Err(Error::Engine(format!(
+                    "ImageRecordIter: cannot start the producer thread: {e}"
+                ))));
                 self.rx = Some(rx);
             }
         }
@@ -387,7 +438,9 @@ impl Pipeline {
             Err(_) => {
                 if let Some(h) = self.handle.take() {
                     if h.join().is_err() {
-                        return Err(Error::Engine("ImageRecordIter: the producer thread panicked".into()));
+                        return Err(Error::Engine(
+                            "ImageRecordIter: the producer thread panicked".into(),
+                        ));
                     }
                 }
                 Ok(None)
@@ -444,8 +497,7 @@ fn produce(
             BatchData::F32(v) => {
                 v.resize(bs * per, 0.0);
                 v[indices.len() * per..].fill(0.0);
-                v
-                    .par_chunks_mut(per)
+                v.par_chunks_mut(per)
                     .zip(labels.par_chunks_mut(lw))
                     .zip(indices.par_iter())
                     .map(|((d, l), &idx)| {
@@ -461,8 +513,7 @@ fn produce(
             BatchData::U8(v) => {
                 v.resize(bs * per, 0);
                 v[indices.len() * per..].fill(0);
-                v
-                    .par_chunks_mut(per)
+                v.par_chunks_mut(per)
                     .zip(labels.par_chunks_mut(lw))
                     .zip(indices.par_iter())
                     .map(|((d, l), &idx)| {
@@ -488,7 +539,14 @@ fn produce(
                 })
             })
             .collect();
-        let batch = Batch { data, label, pad, indices, errors, epoch };
+        let batch = Batch {
+            data,
+            label,
+            pad,
+            indices,
+            errors,
+            epoch,
+        };
         if tx.send(Ok(batch)).is_err() {
             return;
         }
@@ -508,7 +566,9 @@ fn guarded(f: impl FnOnce() -> Result<()>) -> Result<()> {
                 .map(|s| s.to_string())
                 .or_else(|| p.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".into());
-            Err(Error::Decode(format!("image pipeline: decoding panicked: {msg}")))
+            Err(Error::Decode(format!(
+                "image pipeline: decoding panicked: {msg}"
+            )))
         }
     }
 }
@@ -541,7 +601,10 @@ impl Seek for PosReader<'_> {
             SeekFrom::Current(d) => self.pos as i128 + d as i128,
         };
         if p < 0 {
-            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "seek before start"));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "seek before start",
+            ));
         }
         self.pos = p as u64;
         Ok(self.pos)
@@ -567,7 +630,14 @@ fn process(sh: &Shared, epoch: u64, idx: usize, slot: Slot<'_>, label: &mut [f32
     let img_bytes: &[u8] = match &sh.source {
         RecordSource::RecordIO { path, offsets } => {
             let (file, len) = sh.file.as_ref().expect("RecordIO source has its file open");
-            let mut r = RecordReader::new(PosReader { file, pos: 0, len: *len }, path.display().to_string())?;
+            let mut r = RecordReader::new(
+                PosReader {
+                    file,
+                    pos: 0,
+                    len: *len,
+                },
+                path.display().to_string(),
+            )?;
             owned = r.read_at(offsets[idx])?;
             let (hdr, rest) = recordio::unpack(&owned).map_err(with_loc)?;
             let labs = hdr.label.as_slice();
@@ -589,7 +659,8 @@ fn process(sh: &Shared, epoch: u64, idx: usize, slot: Slot<'_>, label: &mut [f32
                 ))));
             }
             label.copy_from_slice(&labs[..lw]);
-            owned = std::fs::read(root.join(p)).map_err(|e| Error::Io(format!("{}: cannot read: {e}", loc())))?;
+            owned = std::fs::read(root.join(p))
+                .map_err(|e| Error::Io(format!("{}: cannot read: {e}", loc())))?;
             &owned
         }
     };
@@ -603,9 +674,22 @@ fn process(sh: &Shared, epoch: u64, idx: usize, slot: Slot<'_>, label: &mut [f32
             if (nh, nw) == (img.height, img.width) {
                 img
             } else {
-                let it = Interp::from_mxnet(sh.aug.inter_method, (img.height, img.width), (nh, nw), Some(&mut rng))?;
-                let full = Rect { x: 0, y: 0, w: img.width, h: img.height };
-                RESIZER.with(|r| r.borrow_mut().resize(img.view(), full, nw.max(1), nh.max(1), it))?
+                let it = Interp::from_mxnet(
+                    sh.aug.inter_method,
+                    (img.height, img.width),
+                    (nh, nw),
+                    Some(&mut rng),
+                )?;
+                let full = Rect {
+                    x: 0,
+                    y: 0,
+                    w: img.width,
+                    h: img.height,
+                };
+                RESIZER.with(|r| {
+                    r.borrow_mut()
+                        .resize(img.view(), full, nw.max(1), nh.max(1), it)
+                })?
             }
         }
         None => img,
@@ -621,7 +705,12 @@ fn process(sh: &Shared, epoch: u64, idx: usize, slot: Slot<'_>, label: &mut [f32
     let (view, rect): (ImageView<'_>, Rect) = if (rect.w, rect.h) == (w, h) {
         (img.view(), rect)
     } else {
-        let it = Interp::from_mxnet(sh.aug.inter_method, (rect.h, rect.w), (h, w), Some(&mut rng))?;
+        let it = Interp::from_mxnet(
+            sh.aug.inter_method,
+            (rect.h, rect.w),
+            (h, w),
+            Some(&mut rng),
+        )?;
         resized = RESIZER.with(|r| r.borrow_mut().resize(img.view(), rect, w, h, it))?;
         (resized.view(), Rect { x: 0, y: 0, w, h })
     };
@@ -659,7 +748,11 @@ mod tests {
         let mut i = 0usize;
         for _ in 0..reps {
             for f in IMAGES {
-                let bytes = if Some(i) == bad { b"not an image".to_vec() } else { std::fs::read(img_dir().join(f)).unwrap() };
+                let bytes = if Some(i) == bad {
+                    b"not an image".to_vec()
+                } else {
+                    std::fs::read(img_dir().join(f)).unwrap()
+                };
                 let h = IRHeader::new(Label::Array(vec![i as f32, 100.0 + i as f32]), i as u64, 0);
                 w.write_key(&i.to_string(), &pack(&h, &bytes)).unwrap();
                 i += 1;
@@ -674,7 +767,11 @@ mod tests {
         a.resize = Some(56);
         a.rand_crop = true;
         a.rand_mirror = true;
-        a.norm = Normalize { mean: vec![123.0, 117.0, 104.0], std: vec![58.0, 57.0, 57.5], scale: 1.0 };
+        a.norm = Normalize {
+            mean: vec![123.0, 117.0, 104.0],
+            std: vec![58.0, 57.0, 57.5],
+            scale: 1.0,
+        };
         a
     }
 
@@ -703,7 +800,8 @@ mod tests {
             cfg.seed = 11;
             cfg.num_threads = threads;
             cfg.label_width = 2;
-            let mut p = Pipeline::new(RecordSource::indexed(&rec, &idx).unwrap(), aug(), cfg).unwrap();
+            let mut p =
+                Pipeline::new(RecordSource::indexed(&rec, &idx).unwrap(), aug(), cfg).unwrap();
             results.push(run_epochs(&mut p, 2));
         }
         assert_eq!(results[0], results[1]);
@@ -717,7 +815,11 @@ mod tests {
         s.sort();
         assert_eq!(s, (0..12).collect::<Vec<_>>());
         assert_ne!(order0, order1, "each epoch reshuffles");
-        assert_eq!(&order0[12..], &order0[..3], "padding wraps to the epoch start");
+        assert_eq!(
+            &order0[12..],
+            &order0[..3],
+            "padding wraps to the epoch start"
+        );
         // labels follow the records; the bad record is reported and zeroed
         let mut seen_bad = 0;
         for b in &epochs[0] {
@@ -733,9 +835,14 @@ mod tests {
                 assert_eq!(e.index, 4);
                 assert_eq!(b.indices[e.slot], 4);
                 let m = e.error.message();
-                assert!(m.contains("d.rec record 4 at byte") && m.contains("neither JPEG nor PNG"), "{m}");
+                assert!(
+                    m.contains("d.rec record 4 at byte") && m.contains("neither JPEG nor PNG"),
+                    "{m}"
+                );
                 if let BatchData::F32(d) = &b.data {
-                    assert!(d[e.slot * 3 * 48 * 64..][..3 * 48 * 64].iter().all(|v| *v == 0.0));
+                    assert!(d[e.slot * 3 * 48 * 64..][..3 * 48 * 64]
+                        .iter()
+                        .all(|v| *v == 0.0));
                 }
                 seen_bad += 1;
             }
@@ -756,7 +863,11 @@ mod tests {
         let (dir, rec, _idx) = make_rec("direct", 1, None);
         let mut a = AugmentConfig::new((3, 40, 50));
         a.resize = Some(60);
-        a.norm = Normalize { mean: vec![1.0, 2.0, 3.0], std: vec![2.0, 3.0, 4.0], scale: 1.0 };
+        a.norm = Normalize {
+            mean: vec![1.0, 2.0, 3.0],
+            std: vec![2.0, 3.0, 4.0],
+            scale: 1.0,
+        };
         let mut cfg = PipelineConfig::new(2);
         cfg.num_threads = 2;
         cfg.prefetch = 1;
@@ -772,7 +883,12 @@ mod tests {
                 let img = image::resize_short(img.view(), 60, 1).unwrap();
                 let (crop, _) = image::center_crop(img.view(), (50, 40), 1).unwrap();
                 let mut want = vec![0f32; 3 * 40 * 50];
-                let full = Rect { x: 0, y: 0, w: 50, h: 40 };
+                let full = Rect {
+                    x: 0,
+                    y: 0,
+                    w: 50,
+                    h: 40,
+                };
                 image::write_chw_f32(crop.view(), full, false, &a.norm, &mut want).unwrap();
                 assert_eq!(&d[slot * 6000..(slot + 1) * 6000], &want[..], "record {i}");
             }
@@ -835,7 +951,9 @@ mod tests {
         assert_eq!(bs.len(), 3);
         assert_eq!(bs[2].indices, vec![10, 11]);
         assert_eq!(bs[2].pad, 0);
-        let BatchData::F32(d) = &bs[2].data else { panic!() };
+        let BatchData::F32(d) = &bs[2].data else {
+            panic!()
+        };
         assert_eq!(d.len(), 5 * 3 * 64);
         assert!(d[2 * 192..].iter().all(|v| *v == 0.0));
         assert!(d[..2 * 192].iter().any(|v| *v != 0.0));
@@ -867,11 +985,21 @@ mod tests {
             f(&mut c, &mut a);
             Pipeline::new(src.clone(), a, c).err().unwrap()
         };
-        assert!(bad(&|c, _| c.part_index = 3).message().contains("part_index"));
-        assert!(bad(&|c, _| c.batch_size = 0).message().contains("batch_size"));
-        assert!(bad(&|_, a| a.data_shape = (2, 8, 8)).message().contains("channels"));
-        assert!(bad(&|_, a| a.inter_method = 5).message().contains("interp=5"));
-        assert!(bad(&|_, a| a.norm.mean = vec![1.0]).message().contains("mean"));
+        assert!(bad(&|c, _| c.part_index = 3)
+            .message()
+            .contains("part_index"));
+        assert!(bad(&|c, _| c.batch_size = 0)
+            .message()
+            .contains("batch_size"));
+        assert!(bad(&|_, a| a.data_shape = (2, 8, 8))
+            .message()
+            .contains("channels"));
+        assert!(bad(&|_, a| a.inter_method = 5)
+            .message()
+            .contains("interp=5"));
+        assert!(bad(&|_, a| a.norm.mean = vec![1.0])
+            .message()
+            .contains("mean"));
         // label_width larger than the record's labels: per-record errors
         let mut cfg = PipelineConfig::new(12);
         cfg.label_width = 3;
@@ -890,7 +1018,10 @@ mod tests {
             .map(|(i, f)| (PathBuf::from(f), vec![i as f32]))
             .chain(std::iter::once((PathBuf::from("missing.jpg"), vec![9.0])))
             .collect();
-        let src = RecordSource::Files { root: img_dir(), items };
+        let src = RecordSource::Files {
+            root: img_dir(),
+            items,
+        };
         let mut cfg = PipelineConfig::new(7);
         cfg.num_threads = 2;
         let mut p = Pipeline::new(src, aug(), cfg).unwrap();
@@ -913,7 +1044,11 @@ mod tests {
         a.resize = Some(256);
         a.rand_crop = true;
         a.rand_mirror = true;
-        a.norm = Normalize { mean: vec![123.68, 116.28, 103.53], std: vec![58.4, 57.1, 57.4], scale: 1.0 };
+        a.norm = Normalize {
+            mean: vec![123.68, 116.28, 103.53],
+            std: vec![58.4, 57.1, 57.4],
+            scale: 1.0,
+        };
         for threads in [1usize, 2] {
             let mut cfg = PipelineConfig::new(32);
             cfg.num_threads = threads;

@@ -93,14 +93,22 @@ impl RecordWriter<BufWriter<File>> {
         let p = path.as_ref();
         let f = File::create(p)
             .map_err(|e| Error::Io(format!("RecordIO: cannot create {}: {e}", p.display())))?;
-        Ok(RecordWriter::new(BufWriter::new(f), p.display().to_string()))
+        Ok(RecordWriter::new(
+            BufWriter::new(f),
+            p.display().to_string(),
+        ))
     }
 }
 
 impl<W: Write> RecordWriter<W> {
     /// Wrap a sink; `name` is used in error messages. Positions start at 0.
     pub fn new(inner: W, name: impl Into<String>) -> Self {
-        RecordWriter { inner, pos: 0, name: name.into(), buf: Vec::new() }
+        RecordWriter {
+            inner,
+            pos: 0,
+            name: name.into(),
+            buf: Vec::new(),
+        }
     }
     /// Byte offset where the next record will start.
     pub fn tell(&self) -> u64 {
@@ -112,7 +120,10 @@ impl<W: Write> RecordWriter<W> {
         self.buf.clear();
         encode_record_into(payload, &mut self.buf)?;
         self.inner.write_all(&self.buf).map_err(|e| {
-            Error::Io(format!("RecordIO: write to {} failed at byte {start}: {e}", self.name))
+            Error::Io(format!(
+                "RecordIO: write to {} failed at byte {start}: {e}",
+                self.name
+            ))
         })?;
         self.pos += self.buf.len() as u64;
         Ok(start)
@@ -144,7 +155,10 @@ impl RecordReader<BufReader<File>> {
         let p = path.as_ref();
         let f = File::open(p)
             .map_err(|e| Error::Io(format!("RecordIO: cannot open {}: {e}", p.display())))?;
-        RecordReader::new(BufReader::with_capacity(1 << 16, f), p.display().to_string())
+        RecordReader::new(
+            BufReader::with_capacity(1 << 16, f),
+            p.display().to_string(),
+        )
     }
 }
 
@@ -155,7 +169,13 @@ impl<R: Read + Seek> RecordReader<R> {
         let io = |e: std::io::Error| Error::Io(format!("RecordIO: cannot seek in {name}: {e}"));
         let end = inner.seek(SeekFrom::End(0)).map_err(io)?;
         inner.seek(SeekFrom::Start(0)).map_err(io)?;
-        Ok(RecordReader { inner, pos: 0, end, name, failed: false })
+        Ok(RecordReader {
+            inner,
+            pos: 0,
+            end,
+            name,
+            failed: false,
+        })
     }
     /// The name used in error messages (usually the path).
     pub fn name(&self) -> &str {
@@ -181,7 +201,10 @@ impl<R: Read + Seek> RecordReader<R> {
             )));
         }
         self.inner.seek(SeekFrom::Start(offset)).map_err(|e| {
-            Error::Io(format!("RecordIO: cannot seek {} to byte {offset}: {e}", self.name))
+            Error::Io(format!(
+                "RecordIO: cannot seek {} to byte {offset}: {e}",
+                self.name
+            ))
         })?;
         self.pos = offset;
         self.failed = false;
@@ -203,7 +226,10 @@ impl<R: Read + Seek> RecordReader<R> {
             )));
         }
         self.inner.read_exact(buf).map_err(|e| {
-            Error::Io(format!("RecordIO: reading {what} from {} at byte {at} failed: {e}", self.name))
+            Error::Io(format!(
+                "RecordIO: reading {what} from {} at byte {at} failed: {e}",
+                self.name
+            ))
         })?;
         self.pos += buf.len() as u64;
         Ok(())
@@ -291,7 +317,11 @@ impl<R: Read + Seek> RecordReader<R> {
     /// Read the next logical record; `None` at end of file.
     pub fn read_record(&mut self) -> Result<Option<Vec<u8>>> {
         let mut v = Vec::new();
-        Ok(if self.read_record_into(&mut v)? { Some(v) } else { None })
+        Ok(if self.read_record_into(&mut v)? {
+            Some(v)
+        } else {
+            None
+        })
     }
 
     /// Read the record starting at `offset`.
@@ -366,7 +396,10 @@ pub fn parse_idx(text: &str, name: &str) -> Result<Vec<IdxEntry>> {
                 )))
             }
         };
-        out.push(IdxEntry { key: key.to_string(), offset: off });
+        out.push(IdxEntry {
+            key: key.to_string(),
+            offset: off,
+        });
     }
     Ok(out)
 }
@@ -408,7 +441,11 @@ impl IndexedRecordReader {
             }
         }
         let map = entries.iter().map(|e| (e.key.clone(), e.offset)).collect();
-        Ok(IndexedRecordReader { reader, entries, map })
+        Ok(IndexedRecordReader {
+            reader,
+            entries,
+            map,
+        })
     }
     /// Keys in file order.
     pub fn keys(&self) -> impl Iterator<Item = &str> {
@@ -429,7 +466,10 @@ impl IndexedRecordReader {
     /// Read the record stored under `key`.
     pub fn read_key(&mut self, key: &str) -> Result<Vec<u8>> {
         let off = self.offset_of(key).ok_or_else(|| {
-            Error::Index(format!("RecordIO: key {key:?} is not in the index of {}", self.reader.name()))
+            Error::Index(format!(
+                "RecordIO: key {key:?} is not in the index of {}",
+                self.reader.name()
+            ))
         })?;
         self.reader.read_at(off)
     }
@@ -453,9 +493,17 @@ impl IndexedRecordWriter {
     pub fn create(idx_path: impl AsRef<Path>, rec_path: impl AsRef<Path>) -> Result<Self> {
         let writer = RecordWriter::create(rec_path)?;
         let p = idx_path.as_ref();
-        let f = File::create(p)
-            .map_err(|e| Error::Io(format!("RecordIO: cannot create index {}: {e}", p.display())))?;
-        Ok(IndexedRecordWriter { writer, idx: BufWriter::new(f), idx_name: p.display().to_string() })
+        let f = File::create(p).map_err(|e| {
+            Error::Io(format!(
+                "RecordIO: cannot create index {}: {e}",
+                p.display()
+            ))
+        })?;
+        Ok(IndexedRecordWriter {
+            writer,
+            idx: BufWriter::new(f),
+            idx_name: p.display().to_string(),
+        })
     }
     /// Append a record under `key`; returns its offset.
     pub fn write_key(&mut self, key: &str, payload: &[u8]) -> Result<u64> {
@@ -516,7 +564,12 @@ impl IRHeader {
             Label::Scalar(_) => 0,
             Label::Array(v) => v.len() as u32,
         };
-        IRHeader { flag, label, id, id2 }
+        IRHeader {
+            flag,
+            label,
+            id,
+            id2,
+        }
     }
 }
 
@@ -559,7 +612,15 @@ pub fn unpack(rec: &[u8]) -> Result<(IRHeader, &[u8])> {
     let id2 = u64at(16);
     let rest = &rec[IR_SIZE..];
     if flag == 0 {
-        return Ok((IRHeader { flag, label: Label::Scalar(lab), id, id2 }, rest));
+        return Ok((
+            IRHeader {
+                flag,
+                label: Label::Scalar(lab),
+                id,
+                id2,
+            },
+            rest,
+        ));
     }
     let need = flag as usize * 4;
     if rest.len() < need {
@@ -573,7 +634,15 @@ pub fn unpack(rec: &[u8]) -> Result<(IRHeader, &[u8])> {
         .chunks_exact(4)
         .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect();
-    Ok((IRHeader { flag, label: Label::Array(label), id, id2 }, &rest[need..]))
+    Ok((
+        IRHeader {
+            flag,
+            label: Label::Array(label),
+            id,
+            id2,
+        },
+        &rest[need..],
+    ))
 }
 
 #[cfg(test)]
@@ -623,7 +692,13 @@ mod tests {
         q.extend_from_slice(&MAGIC_BYTES);
         let enc = encode_record(&q).unwrap();
         let lrecs: Vec<u32> = (0..4)
-            .map(|k| u32::from_le_bytes(enc[8 * k + 4 + if k == 3 { 4 } else { 0 }..][..4].try_into().unwrap()))
+            .map(|k| {
+                u32::from_le_bytes(
+                    enc[8 * k + 4 + if k == 3 { 4 } else { 0 }..][..4]
+                        .try_into()
+                        .unwrap(),
+                )
+            })
             .collect();
         assert_eq!(lrecs[0], encode_lrec(1, 0));
         assert_eq!(lrecs[1], encode_lrec(2, 0));
@@ -636,7 +711,10 @@ mod tests {
         let mut u = b"a".to_vec();
         u.extend_from_slice(&MAGIC_BYTES);
         let enc = encode_record(&u).unwrap();
-        assert_eq!(decode_flag(u32::from_le_bytes(enc[4..8].try_into().unwrap())), 0);
+        assert_eq!(
+            decode_flag(u32::from_le_bytes(enc[4..8].try_into().unwrap())),
+            0
+        );
         assert_eq!(read_all(&enc).unwrap(), vec![u]);
     }
 
@@ -696,7 +774,13 @@ mod tests {
             let bytes: Vec<u8> = if rng.below(2) == 0 {
                 let n = rng.below(100) as usize;
                 (0..n)
-                    .map(|_| if rng.below(3) == 0 { MAGIC_BYTES[rng.below(4) as usize] } else { rng.below(256) as u8 })
+                    .map(|_| {
+                        if rng.below(3) == 0 {
+                            MAGIC_BYTES[rng.below(4) as usize]
+                        } else {
+                            rng.below(256) as u8
+                        }
+                    })
                     .collect()
             } else {
                 // mutate / truncate a good file
@@ -734,14 +818,22 @@ mod tests {
         let e = r.next().unwrap().unwrap_err();
         assert!(matches!(e, Error::Io(_)));
         let m = e.message();
-        assert!(m.contains("data/x.rec") && m.contains(&format!("byte {second}")) && m.contains("truncated"), "{m}");
+        assert!(
+            m.contains("data/x.rec")
+                && m.contains(&format!("byte {second}"))
+                && m.contains("truncated"),
+            "{m}"
+        );
         assert!(r.next().is_none());
         // truncated header
         let cut = &bytes[..second as usize + 5];
         let mut r = RecordReader::new(Cursor::new(cut), "f.rec").unwrap();
         r.next();
         let m = r.next().unwrap().unwrap_err().message();
-        assert!(m.contains("header") && m.contains(&format!("byte {second}")), "{m}");
+        assert!(
+            m.contains("header") && m.contains(&format!("byte {second}")),
+            "{m}"
+        );
         // bad magic
         let mut bad = bytes.clone();
         bad[second as usize] ^= 0xff;
@@ -830,12 +922,21 @@ mod tests {
 
         // a bad index line and an out-of-range offset
         std::fs::write(&idx, "0\t0\n1\tabc\n").unwrap();
-        let m = IndexedRecordReader::open(&idx, &rec).err().unwrap().message();
+        let m = IndexedRecordReader::open(&idx, &rec)
+            .err()
+            .unwrap()
+            .message();
         assert!(m.contains("line 2"), "{m}");
         std::fs::write(&idx, "0\t999999\n").unwrap();
-        let m = IndexedRecordReader::open(&idx, &rec).err().unwrap().message();
+        let m = IndexedRecordReader::open(&idx, &rec)
+            .err()
+            .unwrap()
+            .message();
         assert!(m.contains("999999"), "{m}");
-        let m = RecordReader::open(dir.join("missing.rec")).err().unwrap().message();
+        let m = RecordReader::open(dir.join("missing.rec"))
+            .err()
+            .unwrap()
+            .message();
         assert!(m.contains("missing.rec"), "{m}");
         std::fs::remove_dir_all(&dir).ok();
     }

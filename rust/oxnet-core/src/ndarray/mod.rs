@@ -90,7 +90,11 @@ impl Blob {
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.nbytes()) }
     }
     pub fn with_shape(&self, shape: Shape) -> Blob {
-        Blob { ptr: self.ptr, shape, dtype: self.dtype }
+        Blob {
+            ptr: self.ptr,
+            shape,
+            dtype: self.dtype,
+        }
     }
 }
 
@@ -106,7 +110,13 @@ impl NDArray {
             )));
         }
         Ok(NDArray {
-            chunk: Arc::new(Chunk { var: Var::new(), storage: OnceLock::new(), nbytes, dtype, ctx }),
+            chunk: Arc::new(Chunk {
+                var: Var::new(),
+                storage: OnceLock::new(),
+                nbytes,
+                dtype,
+                ctx,
+            }),
             shape: shape.to_vec(),
             offset: 0,
             ag: None,
@@ -140,7 +150,11 @@ impl NDArray {
     pub fn blob(&self) -> Result<Blob> {
         let base = self.chunk.storage()?.ptr();
         let ptr = unsafe { base.add(self.offset * self.dtype().size()) };
-        Ok(Blob { ptr, shape: self.shape.clone(), dtype: self.dtype() })
+        Ok(Blob {
+            ptr,
+            shape: self.shape.clone(),
+            dtype: self.dtype(),
+        })
     }
 
     /// A view with another shape over the same elements.
@@ -152,7 +166,12 @@ impl NDArray {
                 fmt_shape(shape)
             )));
         }
-        Ok(NDArray { chunk: self.chunk.clone(), shape: shape.to_vec(), offset: self.offset, ag: None })
+        Ok(NDArray {
+            chunk: self.chunk.clone(),
+            shape: shape.to_vec(),
+            offset: self.offset,
+            ag: None,
+        })
     }
 
     /// A view of rows `begin..end` of the first axis.
@@ -166,13 +185,23 @@ impl NDArray {
         let row: usize = self.shape[1..].iter().product();
         let mut shape = self.shape.clone();
         shape[0] = end - begin;
-        Ok(NDArray { chunk: self.chunk.clone(), shape, offset: self.offset + begin * row, ag: None })
+        Ok(NDArray {
+            chunk: self.chunk.clone(),
+            shape,
+            offset: self.offset + begin * row,
+            ag: None,
+        })
     }
 
     /// A view of one row of the first axis (dropping that axis).
     pub fn at_view(&self, i: usize) -> Result<NDArray> {
         let v = self.slice_view(i, i + 1)?;
-        Ok(NDArray { chunk: v.chunk, shape: self.shape[1..].to_vec(), offset: v.offset, ag: None })
+        Ok(NDArray {
+            chunk: v.chunk,
+            shape: self.shape[1..].to_vec(),
+            offset: v.offset,
+            ag: None,
+        })
     }
 
     pub fn wait_to_read(&self) -> Result<()> {
@@ -253,7 +282,11 @@ impl NDArray {
         Ok(self.blob()?.data::<T>().to_vec())
     }
 
-    pub fn from_vec<T: crate::base::dtype::Elem>(data: Vec<T>, shape: &[usize], ctx: Context) -> Result<NDArray> {
+    pub fn from_vec<T: crate::base::dtype::Elem>(
+        data: Vec<T>,
+        shape: &[usize],
+        ctx: Context,
+    ) -> Result<NDArray> {
         let a = NDArray::empty(shape, T::DTYPE, ctx)?;
         if data.len() != a.size() {
             return Err(Error::Shape(format!(

@@ -11,7 +11,11 @@ impl Attrs {
         Attrs(Vec::new())
     }
     pub fn from_pairs(p: &[(&str, &str)]) -> Attrs {
-        Attrs(p.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+        Attrs(
+            p.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
     }
     pub fn set(&mut self, k: &str, v: impl Into<String>) {
         let v = v.into();
@@ -22,7 +26,10 @@ impl Attrs {
         }
     }
     pub fn raw(&self, k: &str) -> Option<&str> {
-        self.0.iter().find(|(kk, _)| kk == k).map(|(_, v)| v.as_str())
+        self.0
+            .iter()
+            .find(|(kk, _)| kk == k)
+            .map(|(_, v)| v.as_str())
     }
     /// Parser bound to an operator name, for error messages.
     pub fn p<'a>(&'a self, op: &'a str) -> P<'a> {
@@ -41,7 +48,10 @@ pub struct P<'a> {
 
 impl P<'_> {
     fn bad(&self, k: &str, v: &str, want: &str) -> Error {
-        Error::Param(format!("{}: argument '{k}' expects {want}, got '{v}'", self.op))
+        Error::Param(format!(
+            "{}: argument '{k}' expects {want}, got '{v}'",
+            self.op
+        ))
     }
     pub fn has(&self, k: &str) -> bool {
         self.a.raw(k).map(|v| !is_none(v)).unwrap_or(false)
@@ -56,12 +66,17 @@ impl P<'_> {
     pub fn f64_req(&self, k: &str) -> Result<f64> {
         match self.a.raw(k) {
             Some(v) if !is_none(v) => parse_f64(v).ok_or_else(|| self.bad(k, v, "a number")),
-            _ => Err(Error::Param(format!("{}: required argument '{k}' is missing", self.op))),
+            _ => Err(Error::Param(format!(
+                "{}: required argument '{k}' is missing",
+                self.op
+            ))),
         }
     }
     pub fn opt_f64(&self, k: &str) -> Result<Option<f64>> {
         match self.a.raw(k) {
-            Some(v) if !is_none(v) => parse_f64(v).map(Some).ok_or_else(|| self.bad(k, v, "a number")),
+            Some(v) if !is_none(v) => parse_f64(v)
+                .map(Some)
+                .ok_or_else(|| self.bad(k, v, "a number")),
             _ => Ok(None),
         }
     }
@@ -74,12 +89,17 @@ impl P<'_> {
     pub fn i64_req(&self, k: &str) -> Result<i64> {
         match self.a.raw(k) {
             Some(v) if !is_none(v) => parse_i64(v).ok_or_else(|| self.bad(k, v, "an integer")),
-            _ => Err(Error::Param(format!("{}: required argument '{k}' is missing", self.op))),
+            _ => Err(Error::Param(format!(
+                "{}: required argument '{k}' is missing",
+                self.op
+            ))),
         }
     }
     pub fn opt_i64(&self, k: &str) -> Result<Option<i64>> {
         match self.a.raw(k) {
-            Some(v) if !is_none(v) => parse_i64(v).map(Some).ok_or_else(|| self.bad(k, v, "an integer")),
+            Some(v) if !is_none(v) => parse_i64(v)
+                .map(Some)
+                .ok_or_else(|| self.bad(k, v, "an integer")),
             _ => Ok(None),
         }
     }
@@ -127,7 +147,9 @@ impl P<'_> {
     /// A tuple of integers such as "(2, 3)", "[2,3]" or "2".
     pub fn ints(&self, k: &str) -> Result<Option<Vec<i64>>> {
         match self.a.raw(k) {
-            Some(v) if !is_none(v) => parse_ints(v).map(Some).ok_or_else(|| self.bad(k, v, "a tuple of integers")),
+            Some(v) if !is_none(v) => parse_ints(v)
+                .map(Some)
+                .ok_or_else(|| self.bad(k, v, "a tuple of integers")),
             _ => Ok(None),
         }
     }
@@ -137,14 +159,18 @@ impl P<'_> {
     pub fn floats(&self, k: &str) -> Result<Option<Vec<f64>>> {
         match self.a.raw(k) {
             Some(v) if !is_none(v) => {
-                let t = v.trim().trim_start_matches(['(', '[']).trim_end_matches([')', ']']);
+                let t = v
+                    .trim()
+                    .trim_start_matches(['(', '['])
+                    .trim_end_matches([')', ']']);
                 let r: Option<Vec<f64>> = t
                     .split(',')
                     .map(|s| s.trim())
                     .filter(|s| !s.is_empty())
                     .map(parse_f64)
                     .collect();
-                r.map(Some).ok_or_else(|| self.bad(k, v, "a tuple of numbers"))
+                r.map(Some)
+                    .ok_or_else(|| self.bad(k, v, "a tuple of numbers"))
             }
             _ => Ok(None),
         }
@@ -205,12 +231,20 @@ pub fn parse_i64(v: &str) -> Option<i64> {
 
 pub fn parse_ints(v: &str) -> Option<Vec<i64>> {
     let t = v.trim();
-    let inner = t.trim_start_matches(['(', '[']).trim_end_matches([')', ']']);
+    let inner = t
+        .trim_start_matches(['(', '['])
+        .trim_end_matches([')', ']']);
     inner
         .split(',')
         .map(|s| s.trim())
         .filter(|s| !s.is_empty())
-        .map(|s| if s == "None" { Some(i64::MIN) } else { parse_i64(s) })
+        .map(|s| {
+            if s == "None" {
+                Some(i64::MIN)
+            } else {
+                parse_i64(s)
+            }
+        })
         .collect()
 }
 

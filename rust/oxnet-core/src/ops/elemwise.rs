@@ -5,8 +5,8 @@ use super::kernels::{cast_blob, map1, map2, reduce_to};
 use super::registry::{
     infer_shape_same, infer_type_same, Entry, GradBuilder, KernelCtx, OpCall, OpDef, Params,
 };
-use crate::base::{fmt_shape, shape::broadcast_shapes, DType, Shape};
 use crate::base::dtype::Elem;
+use crate::base::{fmt_shape, shape::broadcast_shapes, DType, Shape};
 use crate::dispatch_dtype;
 use crate::error::{Error, Result};
 use crate::ndarray::Blob;
@@ -175,7 +175,9 @@ fn unary_kernel<U: UnaryFn>(_: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -
 /// instantiation per dtype instead of one per operator and dtype.
 fn unary_other(x: &Blob, y: &Blob, f32f: fn(f32) -> f32, f64f: fn(f64) -> f64) {
     match x.dtype {
-        DType::F16 => map1(x.data::<f16>(), y.data_mut::<f16>(), |v| f16::from_f32(f32f(v.to_f32()))),
+        DType::F16 => map1(x.data::<f16>(), y.data_mut::<f16>(), |v| {
+            f16::from_f32(f32f(v.to_f32()))
+        }),
         d => dispatch_dtype!(d, T => {
             map1(x.data::<T>(), y.data_mut::<T>(), |v| T::from_f64(f64f(v.to_f64())))
         }),
@@ -198,80 +200,421 @@ macro_rules! unary_op {
 /// d/dx = None: the gradient is zero (piecewise-constant functions).
 const ZERO_GRAD: Option<super::registry::GradFn> = Some(|_, _, i, _, _| Ok(vec![None; i.len()]));
 
-unary_op!(ABS, "abs", [], Abs, "Element-wise absolute value.",
-    Some(|_, b, x, _, g| { let s = g_un(b, "sign", x[0])?; Ok(vec![Some(g_mul(b, g[0], s)?)]) }));
-unary_op!(NEGATIVE, "negative", ["_np_negative"], Neg, "Element-wise negation.",
-    Some(|_, b, _, _, g| Ok(vec![Some(g_un(b, "negative", g[0])?)])));
-unary_op!(EXP, "exp", [], Exp, "Element-wise e**x.",
-    Some(|_, b, _, y, g| Ok(vec![Some(g_mul(b, g[0], y[0])?)])));
-unary_op!(LOG, "log", [], Log, "Element-wise natural logarithm.",
-    Some(|_, b, x, _, g| Ok(vec![Some(g_div(b, g[0], x[0])?)])));
-unary_op!(LOG2, "log2", [], Log2, "Element-wise base-2 logarithm.",
-    Some(|_, b, x, _, g| { let t = g_sc(b, "_mul_scalar", x[0], std::f64::consts::LN_2)?; Ok(vec![Some(g_div(b, g[0], t)?)]) }));
-unary_op!(LOG10, "log10", [], Log10, "Element-wise base-10 logarithm.",
-    Some(|_, b, x, _, g| { let t = g_sc(b, "_mul_scalar", x[0], std::f64::consts::LN_10)?; Ok(vec![Some(g_div(b, g[0], t)?)]) }));
-unary_op!(LOG1P, "log1p", [], Log1p, "Element-wise log(1 + x).",
-    Some(|_, b, x, _, g| { let t = g_sc(b, "_plus_scalar", x[0], 1.0)?; Ok(vec![Some(g_div(b, g[0], t)?)]) }));
-unary_op!(EXPM1, "expm1", [], Expm1, "Element-wise exp(x) - 1.",
-    Some(|_, b, _, y, g| { let t = g_sc(b, "_plus_scalar", y[0], 1.0)?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
-unary_op!(SQRT, "sqrt", [], Sqrt, "Element-wise square root.",
-    Some(|_, b, _, y, g| { let t = g_sc(b, "_mul_scalar", y[0], 2.0)?; Ok(vec![Some(g_div(b, g[0], t)?)]) }));
-unary_op!(RSQRT, "rsqrt", [], Rsqrt, "Element-wise 1/sqrt(x).",
-    Some(|_, b, x, y, g| { let t = g_div(b, y[0], x[0])?; let t = g_sc(b, "_mul_scalar", t, -0.5)?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
-unary_op!(CBRT, "cbrt", [], Cbrt, "Element-wise cube root.",
-    Some(|_, b, x, y, g| { let t = g_div(b, y[0], x[0])?; let t = g_sc(b, "_div_scalar", t, 3.0)?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
-unary_op!(RCBRT, "rcbrt", [], Rcbrt, "Element-wise 1/cbrt(x).",
-    Some(|_, b, x, y, g| { let t = g_div(b, y[0], x[0])?; let t = g_sc(b, "_div_scalar", t, -3.0)?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
-unary_op!(SQUARE, "square", [], Square, "Element-wise x*x.",
-    Some(|_, b, x, _, g| { let t = g_sc(b, "_mul_scalar", x[0], 2.0)?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
-unary_op!(RECIPROCAL, "reciprocal", [], Reciprocal, "Element-wise 1/x.",
-    Some(|_, b, _, y, g| { let t = g_un(b, "square", y[0])?; let t = g_un(b, "negative", t)?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
-unary_op!(SIN, "sin", [], Sin, "Element-wise sine.",
-    Some(|_, b, x, _, g| { let t = g_un(b, "cos", x[0])?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
-unary_op!(COS, "cos", [], Cos, "Element-wise cosine.",
-    Some(|_, b, x, _, g| { let t = g_un(b, "sin", x[0])?; let t = g_un(b, "negative", t)?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
-unary_op!(TAN, "tan", [], Tan, "Element-wise tangent.",
-    Some(|_, b, _, y, g| { let t = g_un(b, "square", y[0])?; let t = g_sc(b, "_plus_scalar", t, 1.0)?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
-unary_op!(ARCSIN, "arcsin", [], Arcsin, "Element-wise inverse sine.",
-    Some(|_, b, x, _, g| { let t = g_un(b, "square", x[0])?; let t = g_sc(b, "_rminus_scalar", t, 1.0)?; let t = g_un(b, "sqrt", t)?; Ok(vec![Some(g_div(b, g[0], t)?)]) }));
-unary_op!(ARCCOS, "arccos", [], Arccos, "Element-wise inverse cosine.",
-    Some(|_, b, x, _, g| { let t = g_un(b, "square", x[0])?; let t = g_sc(b, "_rminus_scalar", t, 1.0)?; let t = g_un(b, "sqrt", t)?; let t = g_un(b, "negative", t)?; Ok(vec![Some(g_div(b, g[0], t)?)]) }));
-unary_op!(ARCTAN, "arctan", [], Arctan, "Element-wise inverse tangent.",
-    Some(|_, b, x, _, g| { let t = g_un(b, "square", x[0])?; let t = g_sc(b, "_plus_scalar", t, 1.0)?; Ok(vec![Some(g_div(b, g[0], t)?)]) }));
-unary_op!(SINH, "sinh", [], Sinh, "Element-wise hyperbolic sine.",
-    Some(|_, b, x, _, g| { let t = g_un(b, "cosh", x[0])?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
-unary_op!(COSH, "cosh", [], Cosh, "Element-wise hyperbolic cosine.",
-    Some(|_, b, x, _, g| { let t = g_un(b, "sinh", x[0])?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
-unary_op!(TANH, "tanh", [], Tanh, "Element-wise hyperbolic tangent.",
-    Some(|_, b, _, y, g| { let t = g_un(b, "square", y[0])?; let t = g_sc(b, "_rminus_scalar", t, 1.0)?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
-unary_op!(ARCSINH, "arcsinh", [], Arcsinh, "Element-wise inverse hyperbolic sine.",
-    Some(|_, b, x, _, g| { let t = g_un(b, "square", x[0])?; let t = g_sc(b, "_plus_scalar", t, 1.0)?; let t = g_un(b, "sqrt", t)?; Ok(vec![Some(g_div(b, g[0], t)?)]) }));
-unary_op!(ARCCOSH, "arccosh", [], Arccosh, "Element-wise inverse hyperbolic cosine.",
-    Some(|_, b, x, _, g| { let t = g_un(b, "square", x[0])?; let t = g_sc(b, "_minus_scalar", t, 1.0)?; let t = g_un(b, "sqrt", t)?; Ok(vec![Some(g_div(b, g[0], t)?)]) }));
-unary_op!(ARCTANH, "arctanh", [], Arctanh, "Element-wise inverse hyperbolic tangent.",
-    Some(|_, b, x, _, g| { let t = g_un(b, "square", x[0])?; let t = g_sc(b, "_rminus_scalar", t, 1.0)?; Ok(vec![Some(g_div(b, g[0], t)?)]) }));
-unary_op!(SIGMOID, "sigmoid", [], Sigmoid, "Element-wise logistic sigmoid 1/(1+exp(-x)).",
-    Some(|_, b, _, y, g| { let t = g_sc(b, "_rminus_scalar", y[0], 1.0)?; let t = g_mul(b, y[0], t)?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
-unary_op!(RELU, "relu", [], Relu, "Element-wise max(x, 0).",
-    Some(|_, b, x, _, g| { let t = g_sc(b, "_greater_scalar", x[0], 0.0)?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
-unary_op!(SOFTSIGN, "softsign", [], Softsign, "Element-wise x/(1+|x|).",
-    Some(|_, b, x, _, g| { let t = g_un(b, "abs", x[0])?; let t = g_sc(b, "_plus_scalar", t, 1.0)?; let t = g_un(b, "square", t)?; Ok(vec![Some(g_div(b, g[0], t)?)]) }));
-unary_op!(DEGREES, "degrees", [], Degrees, "Radians to degrees.",
-    Some(|_, b, _, _, g| Ok(vec![Some(g_sc(b, "_mul_scalar", g[0], 180.0 / std::f64::consts::PI)?)])));
-unary_op!(RADIANS, "radians", [], Radians, "Degrees to radians.",
-    Some(|_, b, _, _, g| Ok(vec![Some(g_sc(b, "_mul_scalar", g[0], std::f64::consts::PI / 180.0)?)])));
-unary_op!(ERF, "erf", [], Erf_, "Element-wise Gauss error function.",
-    Some(|_, b, x, _, g| { let t = g_un(b, "square", x[0])?; let t = g_un(b, "negative", t)?; let t = g_un(b, "exp", t)?; let t = g_sc(b, "_mul_scalar", t, 2.0 / std::f64::consts::PI.sqrt())?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
-unary_op!(SIGN, "sign", [], Sign, "Element-wise sign (-1, 0, 1).", ZERO_GRAD);
+unary_op!(
+    ABS,
+    "abs",
+    [],
+    Abs,
+    "Element-wise absolute value.",
+    Some(|_, b, x, _, g| {
+        let s = g_un(b, "sign", x[0])?;
+        Ok(vec![Some(g_mul(b, g[0], s)?)])
+    })
+);
+unary_op!(
+    NEGATIVE,
+    "negative",
+    ["_np_negative"],
+    Neg,
+    "Element-wise negation.",
+    Some(|_, b, _, _, g| Ok(vec![Some(g_un(b, "negative", g[0])?)]))
+);
+unary_op!(
+    EXP,
+    "exp",
+    [],
+    Exp,
+    "Element-wise e**x.",
+    Some(|_, b, _, y, g| Ok(vec![Some(g_mul(b, g[0], y[0])?)]))
+);
+unary_op!(
+    LOG,
+    "log",
+    [],
+    Log,
+    "Element-wise natural logarithm.",
+    Some(|_, b, x, _, g| Ok(vec![Some(g_div(b, g[0], x[0])?)]))
+);
+unary_op!(
+    LOG2,
+    "log2",
+    [],
+    Log2,
+    "Element-wise base-2 logarithm.",
+    Some(|_, b, x, _, g| {
+        let t = g_sc(b, "_mul_scalar", x[0], std::f64::consts::LN_2)?;
+        Ok(vec![Some(g_div(b, g[0], t)?)])
+    })
+);
+unary_op!(
+    LOG10,
+    "log10",
+    [],
+    Log10,
+    "Element-wise base-10 logarithm.",
+    Some(|_, b, x, _, g| {
+        let t = g_sc(b, "_mul_scalar", x[0], std::f64::consts::LN_10)?;
+        Ok(vec![Some(g_div(b, g[0], t)?)])
+    })
+);
+unary_op!(
+    LOG1P,
+    "log1p",
+    [],
+    Log1p,
+    "Element-wise log(1 + x).",
+    Some(|_, b, x, _, g| {
+        let t = g_sc(b, "_plus_scalar", x[0], 1.0)?;
+        Ok(vec![Some(g_div(b, g[0], t)?)])
+    })
+);
+unary_op!(
+    EXPM1,
+    "expm1",
+    [],
+    Expm1,
+    "Element-wise exp(x) - 1.",
+    Some(|_, b, _, y, g| {
+        let t = g_sc(b, "_plus_scalar", y[0], 1.0)?;
+        Ok(vec![Some(g_mul(b, g[0], t)?)])
+    })
+);
+unary_op!(
+    SQRT,
+    "sqrt",
+    [],
+    Sqrt,
+    "Element-wise square root.",
+    Some(|_, b, _, y, g| {
+        let t = g_sc(b, "_mul_scalar", y[0], 2.0)?;
+        Ok(vec![Some(g_div(b, g[0], t)?)])
+    })
+);
+unary_op!(
+    RSQRT,
+    "rsqrt",
+    [],
+    Rsqrt,
+    "Element-wise 1/sqrt(x).",
+    Some(|_, b, x, y, g| {
+        let t = g_div(b, y[0], x[0])?;
+        let t = g_sc(b, "_mul_scalar", t, -0.5)?;
+        Ok(vec![Some(g_mul(b, g[0], t)?)])
+    })
+);
+unary_op!(
+    CBRT,
+    "cbrt",
+    [],
+    Cbrt,
+    "Element-wise cube root.",
+    Some(|_, b, x, y, g| {
+        let t = g_div(b, y[0], x[0])?;
+        let t = g_sc(b, "_div_scalar", t, 3.0)?;
+        Ok(vec![Some(g_mul(b, g[0], t)?)])
+    })
+);
+unary_op!(
+    RCBRT,
+    "rcbrt",
+    [],
+    Rcbrt,
+    "Element-wise 1/cbrt(x).",
+    Some(|_, b, x, y, g| {
+        let t = g_div(b, y[0], x[0])?;
+        let t = g_sc(b, "_div_scalar", t, -3.0)?;
+        Ok(vec![Some(g_mul(b, g[0], t)?)])
+    })
+);
+unary_op!(
+    SQUARE,
+    "square",
+    [],
+    Square,
+    "Element-wise x*x.",
+    Some(|_, b, x, _, g| {
+        let t = g_sc(b, "_mul_scalar", x[0], 2.0)?;
+        Ok(vec![Some(g_mul(b, g[0], t)?)])
+    })
+);
+unary_op!(
+    RECIPROCAL,
+    "reciprocal",
+    [],
+    Reciprocal,
+    "Element-wise 1/x.",
+    Some(|_, b, _, y, g| {
+        let t = g_un(b, "square", y[0])?;
+        let t = g_un(b, "negative", t)?;
+        Ok(vec![Some(g_mul(b, g[0], t)?)])
+    })
+);
+unary_op!(
+    SIN,
+    "sin",
+    [],
+    Sin,
+    "Element-wise sine.",
+    Some(|_, b, x, _, g| {
+        let t = g_un(b, "cos", x[0])?;
+        Ok(vec![Some(g_mul(b, g[0], t)?)])
+    })
+);
+unary_op!(
+    COS,
+    "cos",
+    [],
+    Cos,
+    "Element-wise cosine.",
+    Some(|_, b, x, _, g| {
+        let t = g_un(b, "sin", x[0])?;
+        let t = g_un(b, "negative", t)?;
+        Ok(vec![Some(g_mul(b, g[0], t)?)])
+    })
+);
+unary_op!(
+    TAN,
+    "tan",
+    [],
+    Tan,
+    "Element-wise tangent.",
+    Some(|_, b, _, y, g| {
+        let t = g_un(b, "square", y[0])?;
+        let t = g_sc(b, "_plus_scalar", t, 1.0)?;
+        Ok(vec![Some(g_mul(b, g[0], t)?)])
+    })
+);
+unary_op!(
+    ARCSIN,
+    "arcsin",
+    [],
+    Arcsin,
+    "Element-wise inverse sine.",
+    Some(|_, b, x, _, g| {
+        let t = g_un(b, "square", x[0])?;
+        let t = g_sc(b, "_rminus_scalar", t, 1.0)?;
+        let t = g_un(b, "sqrt", t)?;
+        Ok(vec![Some(g_div(b, g[0], t)?)])
+    })
+);
+unary_op!(
+    ARCCOS,
+    "arccos",
+    [],
+    Arccos,
+    "Element-wise inverse cosine.",
+    Some(|_, b, x, _, g| {
+        let t = g_un(b, "square", x[0])?;
+        let t = g_sc(b, "_rminus_scalar", t, 1.0)?;
+        let t = g_un(b, "sqrt", t)?;
+        let t = g_un(b, "negative", t)?;
+        Ok(vec![Some(g_div(b, g[0], t)?)])
+    })
+);
+unary_op!(
+    ARCTAN,
+    "arctan",
+    [],
+    Arctan,
+    "Element-wise inverse tangent.",
+    Some(|_, b, x, _, g| {
+        let t = g_un(b, "square", x[0])?;
+        let t = g_sc(b, "_plus_scalar", t, 1.0)?;
+        Ok(vec![Some(g_div(b, g[0], t)?)])
+    })
+);
+unary_op!(
+    SINH,
+    "sinh",
+    [],
+    Sinh,
+    "Element-wise hyperbolic sine.",
+    Some(|_, b, x, _, g| {
+        let t = g_un(b, "cosh", x[0])?;
+        Ok(vec![Some(g_mul(b, g[0], t)?)])
+    })
+);
+unary_op!(
+    COSH,
+    "cosh",
+    [],
+    Cosh,
+    "Element-wise hyperbolic cosine.",
+    Some(|_, b, x, _, g| {
+        let t = g_un(b, "sinh", x[0])?;
+        Ok(vec![Some(g_mul(b, g[0], t)?)])
+    })
+);
+unary_op!(
+    TANH,
+    "tanh",
+    [],
+    Tanh,
+    "Element-wise hyperbolic tangent.",
+    Some(|_, b, _, y, g| {
+        let t = g_un(b, "square", y[0])?;
+        let t = g_sc(b, "_rminus_scalar", t, 1.0)?;
+        Ok(vec![Some(g_mul(b, g[0], t)?)])
+    })
+);
+unary_op!(
+    ARCSINH,
+    "arcsinh",
+    [],
+    Arcsinh,
+    "Element-wise inverse hyperbolic sine.",
+    Some(|_, b, x, _, g| {
+        let t = g_un(b, "square", x[0])?;
+        let t = g_sc(b, "_plus_scalar", t, 1.0)?;
+        let t = g_un(b, "sqrt", t)?;
+        Ok(vec![Some(g_div(b, g[0], t)?)])
+    })
+);
+unary_op!(
+    ARCCOSH,
+    "arccosh",
+    [],
+    Arccosh,
+    "Element-wise inverse hyperbolic cosine.",
+    Some(|_, b, x, _, g| {
+        let t = g_un(b, "square", x[0])?;
+        let t = g_sc(b, "_minus_scalar", t, 1.0)?;
+        let t = g_un(b, "sqrt", t)?;
+        Ok(vec![Some(g_div(b, g[0], t)?)])
+    })
+);
+unary_op!(
+    ARCTANH,
+    "arctanh",
+    [],
+    Arctanh,
+    "Element-wise inverse hyperbolic tangent.",
+    Some(|_, b, x, _, g| {
+        let t = g_un(b, "square", x[0])?;
+        let t = g_sc(b, "_rminus_scalar", t, 1.0)?;
+        Ok(vec![Some(g_div(b, g[0], t)?)])
+    })
+);
+unary_op!(
+    SIGMOID,
+    "sigmoid",
+    [],
+    Sigmoid,
+    "Element-wise logistic sigmoid 1/(1+exp(-x)).",
+    Some(|_, b, _, y, g| {
+        let t = g_sc(b, "_rminus_scalar", y[0], 1.0)?;
+        let t = g_mul(b, y[0], t)?;
+        Ok(vec![Some(g_mul(b, g[0], t)?)])
+    })
+);
+unary_op!(
+    RELU,
+    "relu",
+    [],
+    Relu,
+    "Element-wise max(x, 0).",
+    Some(|_, b, x, _, g| {
+        let t = g_sc(b, "_greater_scalar", x[0], 0.0)?;
+        Ok(vec![Some(g_mul(b, g[0], t)?)])
+    })
+);
+unary_op!(
+    SOFTSIGN,
+    "softsign",
+    [],
+    Softsign,
+    "Element-wise x/(1+|x|).",
+    Some(|_, b, x, _, g| {
+        let t = g_un(b, "abs", x[0])?;
+        let t = g_sc(b, "_plus_scalar", t, 1.0)?;
+        let t = g_un(b, "square", t)?;
+        Ok(vec![Some(g_div(b, g[0], t)?)])
+    })
+);
+unary_op!(
+    DEGREES,
+    "degrees",
+    [],
+    Degrees,
+    "Radians to degrees.",
+    Some(|_, b, _, _, g| Ok(vec![Some(g_sc(
+        b,
+        "_mul_scalar",
+        g[0],
+        180.0 / std::f64::consts::PI
+    )?)]))
+);
+unary_op!(
+    RADIANS,
+    "radians",
+    [],
+    Radians,
+    "Degrees to radians.",
+    Some(|_, b, _, _, g| Ok(vec![Some(g_sc(
+        b,
+        "_mul_scalar",
+        g[0],
+        std::f64::consts::PI / 180.0
+    )?)]))
+);
+unary_op!(
+    ERF,
+    "erf",
+    [],
+    Erf_,
+    "Element-wise Gauss error function.",
+    Some(|_, b, x, _, g| {
+        let t = g_un(b, "square", x[0])?;
+        let t = g_un(b, "negative", t)?;
+        let t = g_un(b, "exp", t)?;
+        let t = g_sc(b, "_mul_scalar", t, 2.0 / std::f64::consts::PI.sqrt())?;
+        Ok(vec![Some(g_mul(b, g[0], t)?)])
+    })
+);
+unary_op!(
+    SIGN,
+    "sign",
+    [],
+    Sign,
+    "Element-wise sign (-1, 0, 1).",
+    ZERO_GRAD
+);
 unary_op!(FLOOR, "floor", [], Floor, "Element-wise floor.", ZERO_GRAD);
 unary_op!(CEIL, "ceil", [], Ceil, "Element-wise ceiling.", ZERO_GRAD);
-unary_op!(ROUND, "round", [], Round, "Round half away from zero.", ZERO_GRAD);
+unary_op!(
+    ROUND,
+    "round",
+    [],
+    Round,
+    "Round half away from zero.",
+    ZERO_GRAD
+);
 unary_op!(RINT, "rint", [], Rint, "Round half to even.", ZERO_GRAD);
 unary_op!(FIX, "fix", [], Fix, "Round towards zero.", ZERO_GRAD);
-unary_op!(TRUNC, "trunc", [], Trunc, "Truncate towards zero.", ZERO_GRAD);
-unary_op!(LOGICAL_NOT, "logical_not", [], LogicalNot, "1 where x == 0, else 0.", ZERO_GRAD);
-unary_op!(COPY, "_copy", ["identity", "_identity_with_attr_like_rhs_unused"], Identity, "Copy of the input.",
-    Some(|_, _, _, _, g| Ok(vec![Some(g[0])])));
+unary_op!(
+    TRUNC,
+    "trunc",
+    [],
+    Trunc,
+    "Truncate towards zero.",
+    ZERO_GRAD
+);
+unary_op!(
+    LOGICAL_NOT,
+    "logical_not",
+    [],
+    LogicalNot,
+    "1 where x == 0, else 0.",
+    ZERO_GRAD
+);
+unary_op!(
+    COPY,
+    "_copy",
+    ["identity", "_identity_with_attr_like_rhs_unused"],
+    Identity,
+    "Copy of the input.",
+    Some(|_, _, _, _, g| Ok(vec![Some(g[0])]))
+);
 
 /// `BlockGrad`/`stop_gradient`: identity forward, no gradient.
 pub static BLOCK_GRAD: OpDef = OpDef {
@@ -341,37 +684,113 @@ fn binary_kernel<F: BinaryFn>(_: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx)
     let (a, b, y) = (&i[0], &i[1], &o[0]);
     let (ash, bsh, ysh) = (&a.shape, &b.shape, &y.shape);
     match a.dtype {
-        DType::F32 => map2(a.data::<f32>(), ash, b.data::<f32>(), bsh, y.data_mut::<f32>(), ysh, F::f32),
-        DType::F64 => map2(a.data::<f64>(), ash, b.data::<f64>(), bsh, y.data_mut::<f64>(), ysh, F::f64),
+        DType::F32 => map2(
+            a.data::<f32>(),
+            ash,
+            b.data::<f32>(),
+            bsh,
+            y.data_mut::<f32>(),
+            ysh,
+            F::f32,
+        ),
+        DType::F64 => map2(
+            a.data::<f64>(),
+            ash,
+            b.data::<f64>(),
+            bsh,
+            y.data_mut::<f64>(),
+            ysh,
+            F::f64,
+        ),
         _ => binary_other(a, b, y, F::f32, F::i64),
     }
     Ok(())
 }
 
 /// float16 and integer dtypes through function pointers (see unary_other).
-fn binary_other(a: &Blob, b: &Blob, y: &Blob, f32f: fn(f32, f32) -> f32, i64f: fn(i64, i64) -> i64) {
+fn binary_other(
+    a: &Blob,
+    b: &Blob,
+    y: &Blob,
+    f32f: fn(f32, f32) -> f32,
+    i64f: fn(i64, i64) -> i64,
+) {
     let (ash, bsh, ysh) = (&a.shape, &b.shape, &y.shape);
     match a.dtype {
-        DType::F16 => map2(a.data::<f16>(), ash, b.data::<f16>(), bsh, y.data_mut::<f16>(), ysh, |p, q| {
-            f16::from_f32(f32f(p.to_f32(), q.to_f32()))
-        }),
-        DType::U8 => map2(a.data::<u8>(), ash, b.data::<u8>(), bsh, y.data_mut::<u8>(), ysh, |p, q| i64f(p as i64, q as i64) as u8),
-        DType::I8 => map2(a.data::<i8>(), ash, b.data::<i8>(), bsh, y.data_mut::<i8>(), ysh, |p, q| i64f(p as i64, q as i64) as i8),
-        DType::I32 => map2(a.data::<i32>(), ash, b.data::<i32>(), bsh, y.data_mut::<i32>(), ysh, |p, q| i64f(p as i64, q as i64) as i32),
-        DType::I64 => map2(a.data::<i64>(), ash, b.data::<i64>(), bsh, y.data_mut::<i64>(), ysh, i64f),
-        DType::Bool => map2(a.data::<bool>(), ash, b.data::<bool>(), bsh, y.data_mut::<bool>(), ysh, |p, q| i64f(p as i64, q as i64) != 0),
+        DType::F16 => map2(
+            a.data::<f16>(),
+            ash,
+            b.data::<f16>(),
+            bsh,
+            y.data_mut::<f16>(),
+            ysh,
+            |p, q| f16::from_f32(f32f(p.to_f32(), q.to_f32())),
+        ),
+        DType::U8 => map2(
+            a.data::<u8>(),
+            ash,
+            b.data::<u8>(),
+            bsh,
+            y.data_mut::<u8>(),
+            ysh,
+            |p, q| i64f(p as i64, q as i64) as u8,
+        ),
+        DType::I8 => map2(
+            a.data::<i8>(),
+            ash,
+            b.data::<i8>(),
+            bsh,
+            y.data_mut::<i8>(),
+            ysh,
+            |p, q| i64f(p as i64, q as i64) as i8,
+        ),
+        DType::I32 => map2(
+            a.data::<i32>(),
+            ash,
+            b.data::<i32>(),
+            bsh,
+            y.data_mut::<i32>(),
+            ysh,
+            |p, q| i64f(p as i64, q as i64) as i32,
+        ),
+        DType::I64 => map2(
+            a.data::<i64>(),
+            ash,
+            b.data::<i64>(),
+            bsh,
+            y.data_mut::<i64>(),
+            ysh,
+            i64f,
+        ),
+        DType::Bool => map2(
+            a.data::<bool>(),
+            ash,
+            b.data::<bool>(),
+            bsh,
+            y.data_mut::<bool>(),
+            ysh,
+            |p, q| i64f(p as i64, q as i64) != 0,
+        ),
         DType::F32 | DType::F64 => unreachable!("handled by the generic kernel"),
     }
 }
 
-fn infer_broadcast(call: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+fn infer_broadcast(
+    call: &OpCall,
+    ins: &mut [Option<Shape>],
+    outs: &mut [Option<Shape>],
+) -> Result<()> {
     if let (Some(a), Some(b)) = (&ins[0], &ins[1]) {
         outs[0] = Some(broadcast_shapes(call.name(), a, b)?);
     }
     Ok(())
 }
 
-fn infer_elemwise2(call: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+fn infer_elemwise2(
+    call: &OpCall,
+    ins: &mut [Option<Shape>],
+    outs: &mut [Option<Shape>],
+) -> Result<()> {
     if let (Some(a), Some(b)) = (&ins[0], &ins[1]) {
         if a != b {
             return Err(Error::Shape(format!(
@@ -403,12 +822,24 @@ fn bg_mul(b: B, x: Entry, y: Entry, _: Entry, g: Entry) -> Result<(Option<Entry>
     let by = b.op1("broadcast_mul", &[], &[g, x])?;
     Ok((Some(bx), Some(by)))
 }
-fn bg_div(b: B, _: Entry, y: Entry, out: Entry, g: Entry) -> Result<(Option<Entry>, Option<Entry>)> {
+fn bg_div(
+    b: B,
+    _: Entry,
+    y: Entry,
+    out: Entry,
+    g: Entry,
+) -> Result<(Option<Entry>, Option<Entry>)> {
     let gx = b.op1("broadcast_div", &[], &[g, y])?;
     let t = b.op1("broadcast_mul", &[], &[gx, out])?;
     Ok((Some(gx), Some(g_un(b, "negative", t)?)))
 }
-fn bg_power(b: B, x: Entry, y: Entry, out: Entry, g: Entry) -> Result<(Option<Entry>, Option<Entry>)> {
+fn bg_power(
+    b: B,
+    x: Entry,
+    y: Entry,
+    out: Entry,
+    g: Entry,
+) -> Result<(Option<Entry>, Option<Entry>)> {
     // d/dx = y * x^(y-1) = y * out / x ; d/dy = out * ln(x)
     let t = b.op1("broadcast_mul", &[], &[out, y])?;
     let t = b.op1("broadcast_div", &[], &[t, x])?;
@@ -421,12 +852,18 @@ fn bg_power(b: B, x: Entry, y: Entry, out: Entry, g: Entry) -> Result<(Option<En
 fn bg_max(b: B, x: Entry, y: Entry, _: Entry, g: Entry) -> Result<(Option<Entry>, Option<Entry>)> {
     let m = b.op1("broadcast_greater_equal", &[], &[x, y])?;
     let n = b.op1("broadcast_lesser", &[], &[x, y])?;
-    Ok((Some(b.op1("broadcast_mul", &[], &[g, m])?), Some(b.op1("broadcast_mul", &[], &[g, n])?)))
+    Ok((
+        Some(b.op1("broadcast_mul", &[], &[g, m])?),
+        Some(b.op1("broadcast_mul", &[], &[g, n])?),
+    ))
 }
 fn bg_min(b: B, x: Entry, y: Entry, _: Entry, g: Entry) -> Result<(Option<Entry>, Option<Entry>)> {
     let m = b.op1("broadcast_lesser_equal", &[], &[x, y])?;
     let n = b.op1("broadcast_greater", &[], &[x, y])?;
-    Ok((Some(b.op1("broadcast_mul", &[], &[g, m])?), Some(b.op1("broadcast_mul", &[], &[g, n])?)))
+    Ok((
+        Some(b.op1("broadcast_mul", &[], &[g, m])?),
+        Some(b.op1("broadcast_mul", &[], &[g, n])?),
+    ))
 }
 fn bg_mod(b: B, x: Entry, y: Entry, _: Entry, g: Entry) -> Result<(Option<Entry>, Option<Entry>)> {
     let q = b.op1("broadcast_div", &[], &[x, y])?;
@@ -434,10 +871,19 @@ fn bg_mod(b: B, x: Entry, y: Entry, _: Entry, g: Entry) -> Result<(Option<Entry>
     let t = b.op1("broadcast_mul", &[], &[g, q])?;
     Ok((Some(g), Some(g_un(b, "negative", t)?)))
 }
-fn bg_hypot(b: B, x: Entry, y: Entry, out: Entry, g: Entry) -> Result<(Option<Entry>, Option<Entry>)> {
+fn bg_hypot(
+    b: B,
+    x: Entry,
+    y: Entry,
+    out: Entry,
+    g: Entry,
+) -> Result<(Option<Entry>, Option<Entry>)> {
     let gx = b.op1("broadcast_div", &[], &[x, out])?;
     let gy = b.op1("broadcast_div", &[], &[y, out])?;
-    Ok((Some(b.op1("broadcast_mul", &[], &[g, gx])?), Some(b.op1("broadcast_mul", &[], &[g, gy])?)))
+    Ok((
+        Some(b.op1("broadcast_mul", &[], &[g, gx])?),
+        Some(b.op1("broadcast_mul", &[], &[g, gy])?),
+    ))
 }
 fn bg_none(_: B, _: Entry, _: Entry, _: Entry, _: Entry) -> Result<(Option<Entry>, Option<Entry>)> {
     Ok((None, None))
@@ -463,7 +909,13 @@ fn bgrad_of(name: &str) -> Bgrad {
     }
 }
 
-fn binary_grad(c: &OpCall, b: B, i: &[Entry], o: &[Entry], g: &[Entry]) -> Result<Vec<Option<Entry>>> {
+fn binary_grad(
+    c: &OpCall,
+    b: B,
+    i: &[Entry],
+    o: &[Entry],
+    g: &[Entry],
+) -> Result<Vec<Option<Entry>>> {
     let (gx, gy) = bgrad_of(c.def.name)(b, i[0], i[1], o[0], g[0])?;
     let broadcast = c.def.name.starts_with("broadcast_");
     let fix = |b: B, e: Option<Entry>, like: Entry| -> Result<Option<Entry>> {
@@ -492,43 +944,295 @@ macro_rules! binary_op {
     };
 }
 
-binary_op!(E_ADD, "elemwise_add", ["_add", "_plus", "_Plus"], Add, infer_elemwise2, "lhs + rhs (same shapes).");
-binary_op!(E_SUB, "elemwise_sub", ["_sub", "_minus", "_Minus"], Sub, infer_elemwise2, "lhs - rhs (same shapes).");
-binary_op!(E_MUL, "elemwise_mul", ["_mul", "_Mul"], Mul, infer_elemwise2, "lhs * rhs (same shapes).");
-binary_op!(E_DIV, "elemwise_div", ["_div", "_Div"], Div, infer_elemwise2, "lhs / rhs (same shapes).");
-binary_op!(E_MOD, "_mod", ["_Mod"], Mod, infer_elemwise2, "lhs % rhs (same shapes), sign of rhs as in Python.");
-binary_op!(E_POW, "_power", ["_Power"], Power, infer_elemwise2, "lhs ** rhs (same shapes).");
-binary_op!(E_MAX, "_maximum", ["_Maximum"], Maximum, infer_elemwise2, "max(lhs, rhs) (same shapes).");
-binary_op!(E_MIN, "_minimum", ["_Minimum"], Minimum, infer_elemwise2, "min(lhs, rhs) (same shapes).");
-binary_op!(E_HYPOT, "_hypot", [], Hypot, infer_elemwise2, "sqrt(lhs**2 + rhs**2) (same shapes).");
-binary_op!(E_EQ, "_equal", [], Equal, infer_elemwise2, "1 where lhs == rhs else 0.");
-binary_op!(E_NE, "_not_equal", [], NotEqual, infer_elemwise2, "1 where lhs != rhs else 0.");
-binary_op!(E_GT, "_greater", [], Greater, infer_elemwise2, "1 where lhs > rhs else 0.");
-binary_op!(E_GE, "_greater_equal", [], GreaterEqual, infer_elemwise2, "1 where lhs >= rhs else 0.");
-binary_op!(E_LT, "_lesser", [], Lesser, infer_elemwise2, "1 where lhs < rhs else 0.");
-binary_op!(E_LE, "_lesser_equal", [], LesserEqual, infer_elemwise2, "1 where lhs <= rhs else 0.");
-binary_op!(E_AND, "_logical_and", [], LogicalAnd, infer_elemwise2, "Logical and, as 0/1.");
-binary_op!(E_OR, "_logical_or", [], LogicalOr, infer_elemwise2, "Logical or, as 0/1.");
-binary_op!(E_XOR, "_logical_xor", [], LogicalXor, infer_elemwise2, "Logical xor, as 0/1.");
+binary_op!(
+    E_ADD,
+    "elemwise_add",
+    ["_add", "_plus", "_Plus"],
+    Add,
+    infer_elemwise2,
+    "lhs + rhs (same shapes)."
+);
+binary_op!(
+    E_SUB,
+    "elemwise_sub",
+    ["_sub", "_minus", "_Minus"],
+    Sub,
+    infer_elemwise2,
+    "lhs - rhs (same shapes)."
+);
+binary_op!(
+    E_MUL,
+    "elemwise_mul",
+    ["_mul", "_Mul"],
+    Mul,
+    infer_elemwise2,
+    "lhs * rhs (same shapes)."
+);
+binary_op!(
+    E_DIV,
+    "elemwise_div",
+    ["_div", "_Div"],
+    Div,
+    infer_elemwise2,
+    "lhs / rhs (same shapes)."
+);
+binary_op!(
+    E_MOD,
+    "_mod",
+    ["_Mod"],
+    Mod,
+    infer_elemwise2,
+    "lhs % rhs (same shapes), sign of rhs as in Python."
+);
+binary_op!(
+    E_POW,
+    "_power",
+    ["_Power"],
+    Power,
+    infer_elemwise2,
+    "lhs ** rhs (same shapes)."
+);
+binary_op!(
+    E_MAX,
+    "_maximum",
+    ["_Maximum"],
+    Maximum,
+    infer_elemwise2,
+    "max(lhs, rhs) (same shapes)."
+);
+binary_op!(
+    E_MIN,
+    "_minimum",
+    ["_Minimum"],
+    Minimum,
+    infer_elemwise2,
+    "min(lhs, rhs) (same shapes)."
+);
+binary_op!(
+    E_HYPOT,
+    "_hypot",
+    [],
+    Hypot,
+    infer_elemwise2,
+    "sqrt(lhs**2 + rhs**2) (same shapes)."
+);
+binary_op!(
+    E_EQ,
+    "_equal",
+    [],
+    Equal,
+    infer_elemwise2,
+    "1 where lhs == rhs else 0."
+);
+binary_op!(
+    E_NE,
+    "_not_equal",
+    [],
+    NotEqual,
+    infer_elemwise2,
+    "1 where lhs != rhs else 0."
+);
+binary_op!(
+    E_GT,
+    "_greater",
+    [],
+    Greater,
+    infer_elemwise2,
+    "1 where lhs > rhs else 0."
+);
+binary_op!(
+    E_GE,
+    "_greater_equal",
+    [],
+    GreaterEqual,
+    infer_elemwise2,
+    "1 where lhs >= rhs else 0."
+);
+binary_op!(
+    E_LT,
+    "_lesser",
+    [],
+    Lesser,
+    infer_elemwise2,
+    "1 where lhs < rhs else 0."
+);
+binary_op!(
+    E_LE,
+    "_lesser_equal",
+    [],
+    LesserEqual,
+    infer_elemwise2,
+    "1 where lhs <= rhs else 0."
+);
+binary_op!(
+    E_AND,
+    "_logical_and",
+    [],
+    LogicalAnd,
+    infer_elemwise2,
+    "Logical and, as 0/1."
+);
+binary_op!(
+    E_OR,
+    "_logical_or",
+    [],
+    LogicalOr,
+    infer_elemwise2,
+    "Logical or, as 0/1."
+);
+binary_op!(
+    E_XOR,
+    "_logical_xor",
+    [],
+    LogicalXor,
+    infer_elemwise2,
+    "Logical xor, as 0/1."
+);
 
-binary_op!(B_ADD, "broadcast_add", ["broadcast_plus"], Add, infer_broadcast, "lhs + rhs with broadcasting.");
-binary_op!(B_SUB, "broadcast_sub", ["broadcast_minus"], Sub, infer_broadcast, "lhs - rhs with broadcasting.");
-binary_op!(B_MUL, "broadcast_mul", [], Mul, infer_broadcast, "lhs * rhs with broadcasting.");
-binary_op!(B_DIV, "broadcast_div", [], Div, infer_broadcast, "lhs / rhs with broadcasting.");
-binary_op!(B_MOD, "broadcast_mod", [], Mod, infer_broadcast, "lhs % rhs with broadcasting.");
-binary_op!(B_POW, "broadcast_power", [], Power, infer_broadcast, "lhs ** rhs with broadcasting.");
-binary_op!(B_MAX, "broadcast_maximum", [], Maximum, infer_broadcast, "max(lhs, rhs) with broadcasting.");
-binary_op!(B_MIN, "broadcast_minimum", [], Minimum, infer_broadcast, "min(lhs, rhs) with broadcasting.");
-binary_op!(B_HYPOT, "broadcast_hypot", [], Hypot, infer_broadcast, "hypot with broadcasting.");
-binary_op!(B_EQ, "broadcast_equal", [], Equal, infer_broadcast, "lhs == rhs as 0/1, broadcasting.");
-binary_op!(B_NE, "broadcast_not_equal", [], NotEqual, infer_broadcast, "lhs != rhs as 0/1, broadcasting.");
-binary_op!(B_GT, "broadcast_greater", [], Greater, infer_broadcast, "lhs > rhs as 0/1, broadcasting.");
-binary_op!(B_GE, "broadcast_greater_equal", [], GreaterEqual, infer_broadcast, "lhs >= rhs as 0/1, broadcasting.");
-binary_op!(B_LT, "broadcast_lesser", [], Lesser, infer_broadcast, "lhs < rhs as 0/1, broadcasting.");
-binary_op!(B_LE, "broadcast_lesser_equal", [], LesserEqual, infer_broadcast, "lhs <= rhs as 0/1, broadcasting.");
-binary_op!(B_AND, "broadcast_logical_and", [], LogicalAnd, infer_broadcast, "Logical and as 0/1, broadcasting.");
-binary_op!(B_OR, "broadcast_logical_or", [], LogicalOr, infer_broadcast, "Logical or as 0/1, broadcasting.");
-binary_op!(B_XOR, "broadcast_logical_xor", [], LogicalXor, infer_broadcast, "Logical xor as 0/1, broadcasting.");
+binary_op!(
+    B_ADD,
+    "broadcast_add",
+    ["broadcast_plus"],
+    Add,
+    infer_broadcast,
+    "lhs + rhs with broadcasting."
+);
+binary_op!(
+    B_SUB,
+    "broadcast_sub",
+    ["broadcast_minus"],
+    Sub,
+    infer_broadcast,
+    "lhs - rhs with broadcasting."
+);
+binary_op!(
+    B_MUL,
+    "broadcast_mul",
+    [],
+    Mul,
+    infer_broadcast,
+    "lhs * rhs with broadcasting."
+);
+binary_op!(
+    B_DIV,
+    "broadcast_div",
+    [],
+    Div,
+    infer_broadcast,
+    "lhs / rhs with broadcasting."
+);
+binary_op!(
+    B_MOD,
+    "broadcast_mod",
+    [],
+    Mod,
+    infer_broadcast,
+    "lhs % rhs with broadcasting."
+);
+binary_op!(
+    B_POW,
+    "broadcast_power",
+    [],
+    Power,
+    infer_broadcast,
+    "lhs ** rhs with broadcasting."
+);
+binary_op!(
+    B_MAX,
+    "broadcast_maximum",
+    [],
+    Maximum,
+    infer_broadcast,
+    "max(lhs, rhs) with broadcasting."
+);
+binary_op!(
+    B_MIN,
+    "broadcast_minimum",
+    [],
+    Minimum,
+    infer_broadcast,
+    "min(lhs, rhs) with broadcasting."
+);
+binary_op!(
+    B_HYPOT,
+    "broadcast_hypot",
+    [],
+    Hypot,
+    infer_broadcast,
+    "hypot with broadcasting."
+);
+binary_op!(
+    B_EQ,
+    "broadcast_equal",
+    [],
+    Equal,
+    infer_broadcast,
+    "lhs == rhs as 0/1, broadcasting."
+);
+binary_op!(
+    B_NE,
+    "broadcast_not_equal",
+    [],
+    NotEqual,
+    infer_broadcast,
+    "lhs != rhs as 0/1, broadcasting."
+);
+binary_op!(
+    B_GT,
+    "broadcast_greater",
+    [],
+    Greater,
+    infer_broadcast,
+    "lhs > rhs as 0/1, broadcasting."
+);
+binary_op!(
+    B_GE,
+    "broadcast_greater_equal",
+    [],
+    GreaterEqual,
+    infer_broadcast,
+    "lhs >= rhs as 0/1, broadcasting."
+);
+binary_op!(
+    B_LT,
+    "broadcast_lesser",
+    [],
+    Lesser,
+    infer_broadcast,
+    "lhs < rhs as 0/1, broadcasting."
+);
+binary_op!(
+    B_LE,
+    "broadcast_lesser_equal",
+    [],
+    LesserEqual,
+    infer_broadcast,
+    "lhs <= rhs as 0/1, broadcasting."
+);
+binary_op!(
+    B_AND,
+    "broadcast_logical_and",
+    [],
+    LogicalAnd,
+    infer_broadcast,
+    "Logical and as 0/1, broadcasting."
+);
+binary_op!(
+    B_OR,
+    "broadcast_logical_or",
+    [],
+    LogicalOr,
+    infer_broadcast,
+    "Logical or as 0/1, broadcasting."
+);
+binary_op!(
+    B_XOR,
+    "broadcast_logical_xor",
+    [],
+    LogicalXor,
+    infer_broadcast,
+    "Logical xor as 0/1, broadcasting."
+);
 
 // ---------------------------------------------------------------------------
 // Binary with a scalar
@@ -539,10 +1243,17 @@ pub struct ScalarParam {
 }
 
 fn parse_scalar(a: &Attrs) -> Result<Params> {
-    Ok(Box::new(ScalarParam { scalar: a.p("scalar").f64("scalar", 0.0)? }))
+    Ok(Box::new(ScalarParam {
+        scalar: a.p("scalar").f64("scalar", 0.0)?,
+    }))
 }
 
-fn scalar_kernel<F: BinaryFn, const REV: bool>(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> {
+fn scalar_kernel<F: BinaryFn, const REV: bool>(
+    c: &OpCall,
+    i: &[Blob],
+    o: &[Blob],
+    _: &KernelCtx,
+) -> Result<()> {
     let s = c.p::<ScalarParam>().scalar;
     let (x, y) = (&i[0], &o[0]);
     match x.dtype {
@@ -567,7 +1278,14 @@ fn scalar_kernel<F: BinaryFn, const REV: bool>(c: &OpCall, i: &[Blob], o: &[Blob
 }
 
 /// float16 and integer dtypes through function pointers (see unary_other).
-fn scalar_other(x: &Blob, y: &Blob, s: f64, rev: bool, f32f: fn(f32, f32) -> f32, i64f: fn(i64, i64) -> i64) {
+fn scalar_other(
+    x: &Blob,
+    y: &Blob,
+    s: f64,
+    rev: bool,
+    f32f: fn(f32, f32) -> f32,
+    i64f: fn(i64, i64) -> i64,
+) {
     if x.dtype == DType::F16 {
         let sv = s as f32;
         let f = |v: f16| {
@@ -605,41 +1323,230 @@ macro_rules! scalar_op {
     };
 }
 
-scalar_op!(S_PLUS, "_plus_scalar", ["_PlusScalar"], Add, false, "data + scalar.",
-    Some(|_, _, _, _, g| Ok(vec![Some(g[0])])));
-scalar_op!(S_MINUS, "_minus_scalar", ["_MinusScalar"], Sub, false, "data - scalar.",
-    Some(|_, _, _, _, g| Ok(vec![Some(g[0])])));
-scalar_op!(S_RMINUS, "_rminus_scalar", ["_RMinusScalar"], Sub, true, "scalar - data.",
-    Some(|_, b, _, _, g| Ok(vec![Some(g_un(b, "negative", g[0])?)])));
-scalar_op!(S_MUL, "_mul_scalar", ["_MulScalar"], Mul, false, "data * scalar.",
-    Some(|c, b, _, _, g| Ok(vec![Some(g_sc(b, "_mul_scalar", g[0], sg(c))?)])));
-scalar_op!(S_DIV, "_div_scalar", ["_DivScalar"], Div, false, "data / scalar.",
-    Some(|c, b, _, _, g| Ok(vec![Some(g_sc(b, "_div_scalar", g[0], sg(c))?)])));
-scalar_op!(S_RDIV, "_rdiv_scalar", ["_RDivScalar"], Div, true, "scalar / data.",
-    Some(|_, b, x, y, g| { let t = g_div(b, y[0], x[0])?; let t = g_un(b, "negative", t)?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
-scalar_op!(S_MOD, "_mod_scalar", ["_ModScalar"], Mod, false, "data % scalar.",
-    Some(|_, _, _, _, g| Ok(vec![Some(g[0])])));
-scalar_op!(S_RMOD, "_rmod_scalar", ["_RModScalar"], Mod, true, "scalar % data.",
-    Some(|c, b, x, _, g| { let t = g_sc(b, "_rdiv_scalar", x[0], sg(c))?; let t = g_un(b, "floor", t)?; let t = g_un(b, "negative", t)?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
-scalar_op!(S_POW, "_power_scalar", ["_PowerScalar"], Power, false, "data ** scalar.",
-    Some(|c, b, x, _, g| { let s = sg(c); let t = g_sc(b, "_power_scalar", x[0], s - 1.0)?; let t = g_sc(b, "_mul_scalar", t, s)?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
-scalar_op!(S_RPOW, "_rpower_scalar", ["_RPowerScalar"], Power, true, "scalar ** data.",
-    Some(|c, b, _, y, g| { let t = g_sc(b, "_mul_scalar", y[0], sg(c).ln())?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
-scalar_op!(S_MAX, "_maximum_scalar", ["_MaximumScalar"], Maximum, false, "max(data, scalar).",
-    Some(|c, b, x, _, g| { let m = g_sc(b, "_greater_equal_scalar", x[0], sg(c))?; Ok(vec![Some(g_mul(b, g[0], m)?)]) }));
-scalar_op!(S_MIN, "_minimum_scalar", ["_MinimumScalar"], Minimum, false, "min(data, scalar).",
-    Some(|c, b, x, _, g| { let m = g_sc(b, "_lesser_equal_scalar", x[0], sg(c))?; Ok(vec![Some(g_mul(b, g[0], m)?)]) }));
-scalar_op!(S_HYPOT, "_hypot_scalar", [], Hypot, false, "hypot(data, scalar).",
-    Some(|_, b, x, y, g| { let t = g_div(b, x[0], y[0])?; Ok(vec![Some(g_mul(b, g[0], t)?)]) }));
-scalar_op!(S_EQ, "_equal_scalar", ["_EqualScalar"], Equal, false, "1 where data == scalar.", ZERO_GRAD);
-scalar_op!(S_NE, "_not_equal_scalar", ["_NotEqualScalar"], NotEqual, false, "1 where data != scalar.", ZERO_GRAD);
-scalar_op!(S_GT, "_greater_scalar", ["_GreaterScalar"], Greater, false, "1 where data > scalar.", ZERO_GRAD);
-scalar_op!(S_GE, "_greater_equal_scalar", ["_GreaterEqualScalar"], GreaterEqual, false, "1 where data >= scalar.", ZERO_GRAD);
-scalar_op!(S_LT, "_lesser_scalar", ["_LesserScalar"], Lesser, false, "1 where data < scalar.", ZERO_GRAD);
-scalar_op!(S_LE, "_lesser_equal_scalar", ["_LesserEqualScalar"], LesserEqual, false, "1 where data <= scalar.", ZERO_GRAD);
-scalar_op!(S_AND, "_logical_and_scalar", [], LogicalAnd, false, "Logical and with a scalar.", ZERO_GRAD);
-scalar_op!(S_OR, "_logical_or_scalar", [], LogicalOr, false, "Logical or with a scalar.", ZERO_GRAD);
-scalar_op!(S_XOR, "_logical_xor_scalar", [], LogicalXor, false, "Logical xor with a scalar.", ZERO_GRAD);
+scalar_op!(
+    S_PLUS,
+    "_plus_scalar",
+    ["_PlusScalar"],
+    Add,
+    false,
+    "data + scalar.",
+    Some(|_, _, _, _, g| Ok(vec![Some(g[0])]))
+);
+scalar_op!(
+    S_MINUS,
+    "_minus_scalar",
+    ["_MinusScalar"],
+    Sub,
+    false,
+    "data - scalar.",
+    Some(|_, _, _, _, g| Ok(vec![Some(g[0])]))
+);
+scalar_op!(
+    S_RMINUS,
+    "_rminus_scalar",
+    ["_RMinusScalar"],
+    Sub,
+    true,
+    "scalar - data.",
+    Some(|_, b, _, _, g| Ok(vec![Some(g_un(b, "negative", g[0])?)]))
+);
+scalar_op!(
+    S_MUL,
+    "_mul_scalar",
+    ["_MulScalar"],
+    Mul,
+    false,
+    "data * scalar.",
+    Some(|c, b, _, _, g| Ok(vec![Some(g_sc(b, "_mul_scalar", g[0], sg(c))?)]))
+);
+scalar_op!(
+    S_DIV,
+    "_div_scalar",
+    ["_DivScalar"],
+    Div,
+    false,
+    "data / scalar.",
+    Some(|c, b, _, _, g| Ok(vec![Some(g_sc(b, "_div_scalar", g[0], sg(c))?)]))
+);
+scalar_op!(
+    S_RDIV,
+    "_rdiv_scalar",
+    ["_RDivScalar"],
+    Div,
+    true,
+    "scalar / data.",
+    Some(|_, b, x, y, g| {
+        let t = g_div(b, y[0], x[0])?;
+        let t = g_un(b, "negative", t)?;
+        Ok(vec![Some(g_mul(b, g[0], t)?)])
+    })
+);
+scalar_op!(
+    S_MOD,
+    "_mod_scalar",
+    ["_ModScalar"],
+    Mod,
+    false,
+    "data % scalar.",
+    Some(|_, _, _, _, g| Ok(vec![Some(g[0])]))
+);
+scalar_op!(
+    S_RMOD,
+    "_rmod_scalar",
+    ["_RModScalar"],
+    Mod,
+    true,
+    "scalar % data.",
+    Some(|c, b, x, _, g| {
+        let t = g_sc(b, "_rdiv_scalar", x[0], sg(c))?;
+        let t = g_un(b, "floor", t)?;
+        let t = g_un(b, "negative", t)?;
+        Ok(vec![Some(g_mul(b, g[0], t)?)])
+    })
+);
+scalar_op!(
+    S_POW,
+    "_power_scalar",
+    ["_PowerScalar"],
+    Power,
+    false,
+    "data ** scalar.",
+    Some(|c, b, x, _, g| {
+        let s = sg(c);
+        let t = g_sc(b, "_power_scalar", x[0], s - 1.0)?;
+        let t = g_sc(b, "_mul_scalar", t, s)?;
+        Ok(vec![Some(g_mul(b, g[0], t)?)])
+    })
+);
+scalar_op!(
+    S_RPOW,
+    "_rpower_scalar",
+    ["_RPowerScalar"],
+    Power,
+    true,
+    "scalar ** data.",
+    Some(|c, b, _, y, g| {
+        let t = g_sc(b, "_mul_scalar", y[0], sg(c).ln())?;
+        Ok(vec![Some(g_mul(b, g[0], t)?)])
+    })
+);
+scalar_op!(
+    S_MAX,
+    "_maximum_scalar",
+    ["_MaximumScalar"],
+    Maximum,
+    false,
+    "max(data, scalar).",
+    Some(|c, b, x, _, g| {
+        let m = g_sc(b, "_greater_equal_scalar", x[0], sg(c))?;
+        Ok(vec![Some(g_mul(b, g[0], m)?)])
+    })
+);
+scalar_op!(
+    S_MIN,
+    "_minimum_scalar",
+    ["_MinimumScalar"],
+    Minimum,
+    false,
+    "min(data, scalar).",
+    Some(|c, b, x, _, g| {
+        let m = g_sc(b, "_lesser_equal_scalar", x[0], sg(c))?;
+        Ok(vec![Some(g_mul(b, g[0], m)?)])
+    })
+);
+scalar_op!(
+    S_HYPOT,
+    "_hypot_scalar",
+    [],
+    Hypot,
+    false,
+    "hypot(data, scalar).",
+    Some(|_, b, x, y, g| {
+        let t = g_div(b, x[0], y[0])?;
+        Ok(vec![Some(g_mul(b, g[0], t)?)])
+    })
+);
+scalar_op!(
+    S_EQ,
+    "_equal_scalar",
+    ["_EqualScalar"],
+    Equal,
+    false,
+    "1 where data == scalar.",
+    ZERO_GRAD
+);
+scalar_op!(
+    S_NE,
+    "_not_equal_scalar",
+    ["_NotEqualScalar"],
+    NotEqual,
+    false,
+    "1 where data != scalar.",
+    ZERO_GRAD
+);
+scalar_op!(
+    S_GT,
+    "_greater_scalar",
+    ["_GreaterScalar"],
+    Greater,
+    false,
+    "1 where data > scalar.",
+    ZERO_GRAD
+);
+scalar_op!(
+    S_GE,
+    "_greater_equal_scalar",
+    ["_GreaterEqualScalar"],
+    GreaterEqual,
+    false,
+    "1 where data >= scalar.",
+    ZERO_GRAD
+);
+scalar_op!(
+    S_LT,
+    "_lesser_scalar",
+    ["_LesserScalar"],
+    Lesser,
+    false,
+    "1 where data < scalar.",
+    ZERO_GRAD
+);
+scalar_op!(
+    S_LE,
+    "_lesser_equal_scalar",
+    ["_LesserEqualScalar"],
+    LesserEqual,
+    false,
+    "1 where data <= scalar.",
+    ZERO_GRAD
+);
+scalar_op!(
+    S_AND,
+    "_logical_and_scalar",
+    [],
+    LogicalAnd,
+    false,
+    "Logical and with a scalar.",
+    ZERO_GRAD
+);
+scalar_op!(
+    S_OR,
+    "_logical_or_scalar",
+    [],
+    LogicalOr,
+    false,
+    "Logical or with a scalar.",
+    ZERO_GRAD
+);
+scalar_op!(
+    S_XOR,
+    "_logical_xor_scalar",
+    [],
+    LogicalXor,
+    false,
+    "Logical xor with a scalar.",
+    ZERO_GRAD
+);
 
 // ---------------------------------------------------------------------------
 // clip, where, add_n, cast, broadcast_to/like/axis, _reduce_to_like
@@ -672,7 +1579,9 @@ pub static CLIP: OpDef = OpDef {
         let p = a.p("clip");
         let (a_min, a_max) = (p.f64_req("a_min")?, p.f64_req("a_max")?);
         if a_min > a_max {
-            return Err(Error::Param(format!("clip: a_min ({a_min}) must not exceed a_max ({a_max})")));
+            return Err(Error::Param(format!(
+                "clip: a_min ({a_min}) must not exceed a_max ({a_max})"
+            )));
         }
         Ok(Box::new(ClipParam { a_min, a_max }))
     },
@@ -690,7 +1599,11 @@ pub static CLIP: OpDef = OpDef {
 fn where_kernel(_: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> {
     let (c, x, y, out) = (&i[0], &i[1], &i[2], &o[0]);
     let n = out.size();
-    let row = if c.size() == n { 1 } else { n / c.size().max(1) };
+    let row = if c.size() == n {
+        1
+    } else {
+        n / c.size().max(1)
+    };
     dispatch_dtype!(c.dtype, C => {
         let cv = c.data::<C>();
         dispatch_dtype!(x.dtype, T => {
@@ -829,7 +1742,11 @@ fn bcast_copy(i: &Blob, o: &Blob) {
 
 fn check_bcast(op: &str, from: &[usize], to: &[usize]) -> Result<()> {
     let ok = from.len() <= to.len()
-        && from.iter().rev().zip(to.iter().rev()).all(|(f, t)| f == t || *f == 1);
+        && from
+            .iter()
+            .rev()
+            .zip(to.iter().rev())
+            .all(|(f, t)| f == t || *f == 1);
     if !ok {
         return Err(Error::Shape(format!(
             "{op}: cannot broadcast shape {} to {}",
@@ -843,7 +1760,11 @@ fn check_bcast(op: &str, from: &[usize], to: &[usize]) -> Result<()> {
 pub static BROADCAST_TO: OpDef = OpDef {
     name: "broadcast_to",
     doc: "Broadcast to `shape` (0 keeps the input's size on that axis).",
-    parse: |a| Ok(Box::new(a.p("broadcast_to").ints("shape")?.unwrap_or_default())),
+    parse: |a| {
+        Ok(Box::new(
+            a.p("broadcast_to").ints("shape")?.unwrap_or_default(),
+        ))
+    },
     infer_shape: |c, ins, outs| {
         let tgt = c.p::<Vec<i64>>();
         if let Some(s) = &ins[0] {
@@ -858,7 +1779,13 @@ pub static BROADCAST_TO: OpDef = OpDef {
             let out: Shape = tgt
                 .iter()
                 .enumerate()
-                .map(|(k, &d)| if d == 0 && k >= off { s[k - off] } else { d.max(0) as usize })
+                .map(|(k, &d)| {
+                    if d == 0 && k >= off {
+                        s[k - off]
+                    } else {
+                        d.max(0) as usize
+                    }
+                })
                 .collect();
             check_bcast("broadcast_to", s, &out)?;
             outs[0] = Some(out);
@@ -880,7 +1807,9 @@ pub static BROADCAST_LIKE: OpDef = OpDef {
     parse: |a| {
         let p = a.p("broadcast_like");
         if p.has("lhs_axes") || p.has("rhs_axes") {
-            return Err(Error::Param("broadcast_like: lhs_axes/rhs_axes are not supported yet".into()));
+            return Err(Error::Param(
+                "broadcast_like: lhs_axes/rhs_axes are not supported yet".into(),
+            ));
         }
         Ok(Box::new(()))
     },
@@ -972,7 +1901,12 @@ pub static REDUCE_TO_LIKE: OpDef = OpDef {
         dispatch_dtype!(src.dtype, T => reduce_to(src.data::<T>(), &src.shape, dst.data_mut::<T>(), &dst.shape));
         Ok(())
     }),
-    grad: Some(|_, b, x, _, g| Ok(vec![Some(b.op1("broadcast_like", &[], &[g[0], x[0]])?), None])),
+    grad: Some(|_, b, x, _, g| {
+        Ok(vec![
+            Some(b.op1("broadcast_like", &[], &[g[0], x[0]])?),
+            None,
+        ])
+    }),
     ..OpDef::BASE
 };
 
@@ -1001,17 +1935,115 @@ pub static ONES_LIKE: OpDef = OpDef {
 };
 
 pub static OPS: &[&OpDef] = &[
-    &ABS, &NEGATIVE, &EXP, &LOG, &LOG2, &LOG10, &LOG1P, &EXPM1, &SQRT, &RSQRT, &CBRT, &RCBRT,
-    &SQUARE, &RECIPROCAL, &SIN, &COS, &TAN, &ARCSIN, &ARCCOS, &ARCTAN, &SINH, &COSH, &TANH,
-    &ARCSINH, &ARCCOSH, &ARCTANH, &SIGMOID, &RELU, &SOFTSIGN, &DEGREES, &RADIANS, &ERF, &SIGN,
-    &FLOOR, &CEIL, &ROUND, &RINT, &FIX, &TRUNC, &LOGICAL_NOT, &COPY, &BLOCK_GRAD,
-    &E_ADD, &E_SUB, &E_MUL, &E_DIV, &E_MOD, &E_POW, &E_MAX, &E_MIN, &E_HYPOT, &E_EQ, &E_NE,
-    &E_GT, &E_GE, &E_LT, &E_LE, &E_AND, &E_OR, &E_XOR,
-    &B_ADD, &B_SUB, &B_MUL, &B_DIV, &B_MOD, &B_POW, &B_MAX, &B_MIN, &B_HYPOT, &B_EQ, &B_NE,
-    &B_GT, &B_GE, &B_LT, &B_LE, &B_AND, &B_OR, &B_XOR,
-    &S_PLUS, &S_MINUS, &S_RMINUS, &S_MUL, &S_DIV, &S_RDIV, &S_MOD, &S_RMOD, &S_POW, &S_RPOW,
-    &S_MAX, &S_MIN, &S_HYPOT, &S_EQ, &S_NE, &S_GT, &S_GE, &S_LT, &S_LE, &S_AND, &S_OR, &S_XOR,
-    &CLIP, &WHERE, &ADD_N, &CAST, &CAST_LIKE, &BROADCAST_TO, &BROADCAST_LIKE, &BROADCAST_AXIS,
-    &REDUCE_TO_LIKE, &ZEROS_LIKE, &ONES_LIKE,
+    &ABS,
+    &NEGATIVE,
+    &EXP,
+    &LOG,
+    &LOG2,
+    &LOG10,
+    &LOG1P,
+    &EXPM1,
+    &SQRT,
+    &RSQRT,
+    &CBRT,
+    &RCBRT,
+    &SQUARE,
+    &RECIPROCAL,
+    &SIN,
+    &COS,
+    &TAN,
+    &ARCSIN,
+    &ARCCOS,
+    &ARCTAN,
+    &SINH,
+    &COSH,
+    &TANH,
+    &ARCSINH,
+    &ARCCOSH,
+    &ARCTANH,
+    &SIGMOID,
+    &RELU,
+    &SOFTSIGN,
+    &DEGREES,
+    &RADIANS,
+    &ERF,
+    &SIGN,
+    &FLOOR,
+    &CEIL,
+    &ROUND,
+    &RINT,
+    &FIX,
+    &TRUNC,
+    &LOGICAL_NOT,
+    &COPY,
+    &BLOCK_GRAD,
+    &E_ADD,
+    &E_SUB,
+    &E_MUL,
+    &E_DIV,
+    &E_MOD,
+    &E_POW,
+    &E_MAX,
+    &E_MIN,
+    &E_HYPOT,
+    &E_EQ,
+    &E_NE,
+    &E_GT,
+    &E_GE,
+    &E_LT,
+    &E_LE,
+    &E_AND,
+    &E_OR,
+    &E_XOR,
+    &B_ADD,
+    &B_SUB,
+    &B_MUL,
+    &B_DIV,
+    &B_MOD,
+    &B_POW,
+    &B_MAX,
+    &B_MIN,
+    &B_HYPOT,
+    &B_EQ,
+    &B_NE,
+    &B_GT,
+    &B_GE,
+    &B_LT,
+    &B_LE,
+    &B_AND,
+    &B_OR,
+    &B_XOR,
+    &S_PLUS,
+    &S_MINUS,
+    &S_RMINUS,
+    &S_MUL,
+    &S_DIV,
+    &S_RDIV,
+    &S_MOD,
+    &S_RMOD,
+    &S_POW,
+    &S_RPOW,
+    &S_MAX,
+    &S_MIN,
+    &S_HYPOT,
+    &S_EQ,
+    &S_NE,
+    &S_GT,
+    &S_GE,
+    &S_LT,
+    &S_LE,
+    &S_AND,
+    &S_OR,
+    &S_XOR,
+    &CLIP,
+    &WHERE,
+    &ADD_N,
+    &CAST,
+    &CAST_LIKE,
+    &BROADCAST_TO,
+    &BROADCAST_LIKE,
+    &BROADCAST_AXIS,
+    &REDUCE_TO_LIKE,
+    &ZEROS_LIKE,
+    &ONES_LIKE,
 ];
-

@@ -47,7 +47,11 @@ impl Mode {
 
 /// (elements before axis, extent of axis, elements after axis).
 fn split3(s: &[usize], ax: usize) -> (usize, usize, usize) {
-    (s[..ax].iter().product(), s[ax], s[ax + 1..].iter().product())
+    (
+        s[..ax].iter().product(),
+        s[ax],
+        s[ax + 1..].iter().product(),
+    )
 }
 
 /// Read index values as f64 (any dtype).
@@ -61,7 +65,9 @@ fn resolve(op: &str, vals: &[f64], n: usize, mode: Mode) -> Result<Vec<usize>> {
         if vals.is_empty() {
             return Ok(Vec::new());
         }
-        return Err(Error::Index(format!("{op}: cannot index an axis of size 0")));
+        return Err(Error::Index(format!(
+            "{op}: cannot index an axis of size 0"
+        )));
     }
     let ni = n as i64;
     vals.iter()
@@ -99,16 +105,24 @@ pub struct TakeParam {
 }
 
 fn parse_take(op: &str, a: &super::attrs::Attrs) -> Result<TakeParam> {
-    Ok(TakeParam { axis: a.p(op).i64("axis", 0)?, mode: Mode::parse(op, a, &["clip", "wrap", "raise"])? })
+    Ok(TakeParam {
+        axis: a.p(op).i64("axis", 0)?,
+        mode: Mode::parse(op, a, &["clip", "wrap", "raise"])?,
+    })
 }
 
 fn take_attrs(p: &TakeParam) -> Vec<(&'static str, String)> {
-    vec![("axis", p.axis.to_string()), ("mode", p.mode.name().to_string())]
+    vec![
+        ("axis", p.axis.to_string()),
+        ("mode", p.mode.name().to_string()),
+    ]
 }
 
 fn take_shape(op: &str, a: &[usize], idx: &[usize], axis: i64) -> Result<(usize, Shape)> {
     if a.is_empty() {
-        return Err(Error::Shape(format!("{op}: data must have at least one dimension, got shape ()")));
+        return Err(Error::Shape(format!(
+            "{op}: data must have at least one dimension, got shape ()"
+        )));
     }
     let ax = norm_axis(op, axis, a.len()).map_err(|_| {
         Error::Param(format!(
@@ -266,21 +280,35 @@ pub struct PickParam {
 fn parse_pick(op: &str, a: &super::attrs::Attrs) -> Result<PickParam> {
     let p = a.p(op);
     if a.raw("axis").map(|v| v.trim() == "None").unwrap_or(false) {
-        return Err(Error::Param(format!("{op}: axis=None is not supported (as in MXNet 1.x); give an integer axis")));
+        return Err(Error::Param(format!(
+            "{op}: axis=None is not supported (as in MXNet 1.x); give an integer axis"
+        )));
     }
-    Ok(PickParam { axis: p.i64("axis", -1)?, keepdims: p.bool("keepdims", false)?, mode: Mode::parse(op, a, &["clip", "wrap"])? })
+    Ok(PickParam {
+        axis: p.i64("axis", -1)?,
+        keepdims: p.bool("keepdims", false)?,
+        mode: Mode::parse(op, a, &["clip", "wrap"])?,
+    })
 }
 
 fn pick_attrs(p: &PickParam) -> Vec<(&'static str, String)> {
     vec![
         ("axis", p.axis.to_string()),
-        ("keepdims", if p.keepdims { "True" } else { "False" }.to_string()),
+        (
+            "keepdims",
+            if p.keepdims { "True" } else { "False" }.to_string(),
+        ),
         ("mode", p.mode.name().to_string()),
     ]
 }
 
 /// Returns ((pre, n, post), output shape, accepted index shape).
-fn pick_plan(op: &str, d: &[usize], idx: Option<&[usize]>, p: &PickParam) -> Result<((usize, usize, usize), Shape, Shape)> {
+fn pick_plan(
+    op: &str,
+    d: &[usize],
+    idx: Option<&[usize]>,
+    p: &PickParam,
+) -> Result<((usize, usize, usize), Shape, Shape)> {
     let (dims, out) = reduce_axis_plan(op, d, Some(p.axis), p.keepdims)?;
     // The index may come with or without the picked axis kept (size 1).
     let want = |keep: bool| -> Result<Shape> { Ok(reduce_axis_plan(op, d, Some(p.axis), keep)?.1) };
@@ -341,7 +369,10 @@ pub static PICK: OpDef = OpDef {
     }),
     grad: Some(|c, b, x, _, g| {
         let a = pick_attrs(c.p::<PickParam>());
-        Ok(vec![Some(b.op1("_pick_grad", &a, &[g[0], x[1], x[0]])?), None])
+        Ok(vec![
+            Some(b.op1("_pick_grad", &a, &[g[0], x[1], x[0]])?),
+            None,
+        ])
     }),
     ..OpDef::BASE
 };
@@ -354,7 +385,8 @@ pub static PICK_GRAD: OpDef = OpDef {
     infer_shape: |c, ins, outs| {
         if let Some(d) = ins[2].clone() {
             let d = &d;
-            let (_, out, ishape) = pick_plan("_pick_grad", d, ins[1].as_deref(), c.p::<PickParam>())?;
+            let (_, out, ishape) =
+                pick_plan("_pick_grad", d, ins[1].as_deref(), c.p::<PickParam>())?;
             if ins[1].is_none() {
                 ins[1] = Some(ishape);
             }
@@ -499,7 +531,10 @@ fn opt_axis(op: &str, a: &super::attrs::Attrs, default: i64) -> Result<Option<i6
 
 fn index_dtype(op: &str, a: &super::attrs::Attrs) -> Result<DType> {
     let t = a.p(op).dtype("dtype", DType::F32)?;
-    if !matches!(t, DType::F16 | DType::F32 | DType::F64 | DType::I32 | DType::I64 | DType::U8) {
+    if !matches!(
+        t,
+        DType::F16 | DType::F32 | DType::F64 | DType::I32 | DType::I64 | DType::U8
+    ) {
         return Err(Error::Param(format!(
             "{op}: argument 'dtype' must be one of float16, float32, float64, int32, int64, uint8, got '{}'",
             t.name()
@@ -509,16 +544,23 @@ fn index_dtype(op: &str, a: &super::attrs::Attrs) -> Result<DType> {
 }
 
 fn axis_attr(a: Option<i64>) -> String {
-    a.map(|v| v.to_string()).unwrap_or_else(|| "None".to_string())
+    a.map(|v| v.to_string())
+        .unwrap_or_else(|| "None".to_string())
 }
 
 /// ((pre, n, post), k, value/indices shape).
-fn topk_plan(op: &str, s: &[usize], p: &TopkParam) -> Result<((usize, usize, usize), usize, Shape)> {
+fn topk_plan(
+    op: &str,
+    s: &[usize],
+    p: &TopkParam,
+) -> Result<((usize, usize, usize), usize, Shape)> {
     let (dims, ax) = match p.axis {
         None => ((1, numel(s), 1), None),
         Some(a) => {
             if s.is_empty() {
-                return Err(Error::Shape(format!("{op}: data must have at least one dimension, got shape ()")));
+                return Err(Error::Shape(format!(
+                    "{op}: data must have at least one dimension, got shape ()"
+                )));
             }
             let ax = norm_axis(op, a, s.len()).map_err(|_| {
                 Error::Param(format!(
@@ -565,7 +607,12 @@ fn cmp_nan_last(a: f64, b: f64) -> Ordering {
 /// Positions (along the axis) of the first k elements in sorted order, laid
 /// out [pre][k][post]. Ties keep the lower index first (stable); NaN sorts
 /// as the largest value.
-fn topk_perm<T: Elem>(x: &[T], (pre, n, post): (usize, usize, usize), k: usize, ascend: bool) -> Vec<usize> {
+fn topk_perm<T: Elem>(
+    x: &[T],
+    (pre, n, post): (usize, usize, usize),
+    k: usize,
+    ascend: bool,
+) -> Vec<usize> {
     let mut perm = vec![0usize; pre * k * post];
     if k == 0 {
         return perm;
@@ -580,7 +627,11 @@ fn topk_perm<T: Elem>(x: &[T], (pre, n, post): (usize, usize, usize), k: usize, 
             ids.clear();
             ids.extend(0..n);
             let cmp = |a: &usize, b: &usize| {
-                let o = if ascend { cmp_nan_last(vals[*a], vals[*b]) } else { cmp_nan_last(vals[*b], vals[*a]) };
+                let o = if ascend {
+                    cmp_nan_last(vals[*a], vals[*b])
+                } else {
+                    cmp_nan_last(vals[*b], vals[*a])
+                };
                 o.then(a.cmp(b))
             };
             if k < n && k * 8 <= n {
@@ -598,7 +649,9 @@ fn topk_perm<T: Elem>(x: &[T], (pre, n, post): (usize, usize, usize), k: usize, 
     if pre * n * post >= 2 * PAR_GRAIN && pre > 1 {
         par_chunks_mut(&mut perm, blk, block);
     } else {
-        perm.chunks_mut(blk).enumerate().for_each(|(pi, pb)| block(pi, pb));
+        perm.chunks_mut(blk)
+            .enumerate()
+            .for_each(|(pi, pb)| block(pi, pb));
     }
     perm
 }
@@ -649,7 +702,11 @@ fn topk_kernel(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> 
     Ok(())
 }
 
-fn topk_infer_shape(c: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+fn topk_infer_shape(
+    c: &OpCall,
+    ins: &mut [Option<Shape>],
+    outs: &mut [Option<Shape>],
+) -> Result<()> {
     if let Some(s) = &ins[0] {
         let p = c.p::<TopkParam>();
         let (_, _, vs) = topk_plan(c.name(), s, p)?;
@@ -665,11 +722,18 @@ fn topk_infer_shape(c: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Sh
     Ok(())
 }
 
-fn topk_infer_type(c: &OpCall, ins: &mut [Option<DType>], outs: &mut [Option<DType>]) -> Result<()> {
+fn topk_infer_type(
+    c: &OpCall,
+    ins: &mut [Option<DType>],
+    outs: &mut [Option<DType>],
+) -> Result<()> {
     let p = c.p::<TopkParam>();
     if let Some(t) = ins[0] {
         if t == DType::Bool {
-            return Err(Error::DType(format!("{}: dtype bool is not supported", c.name())));
+            return Err(Error::DType(format!(
+                "{}: dtype bool is not supported",
+                c.name()
+            )));
         }
     }
     match p.ret {
@@ -684,7 +748,13 @@ fn topk_infer_type(c: &OpCall, ins: &mut [Option<DType>], outs: &mut [Option<DTy
 }
 
 /// Gradient of the sorted values: scatter ograd back through the indices.
-fn grad_values(c: &OpCall, b: B, x: &[Entry], y: &[Entry], g: &[Entry]) -> Result<Vec<Option<Entry>>> {
+fn grad_values(
+    c: &OpCall,
+    b: B,
+    x: &[Entry],
+    y: &[Entry],
+    g: &[Entry],
+) -> Result<Vec<Option<Entry>>> {
     let p = c.p::<TopkParam>();
     let axis = axis_attr(p.axis);
     let idx = match p.ret {
@@ -695,14 +765,21 @@ fn grad_values(c: &OpCall, b: B, x: &[Entry], y: &[Entry], g: &[Entry]) -> Resul
                 ("axis", axis.clone()),
                 ("k", p.k.to_string()),
                 ("ret_typ", "indices".to_string()),
-                ("is_ascend", if p.ascend { "True" } else { "False" }.to_string()),
+                (
+                    "is_ascend",
+                    if p.ascend { "True" } else { "False" }.to_string(),
+                ),
                 ("dtype", "int64".to_string()),
             ],
             &[x[0]],
         )?,
         Ret::Indices | Ret::Mask => return Ok(vec![None]),
     };
-    Ok(vec![Some(b.op1("_scatter_add_along_axis", &[("axis", axis)], &[g[0], idx, x[0]])?)])
+    Ok(vec![Some(b.op1(
+        "_scatter_add_along_axis",
+        &[("axis", axis)],
+        &[g[0], idx, x[0]],
+    )?)])
 }
 
 pub static TOPK: OpDef = OpDef {
@@ -778,7 +855,12 @@ pub static ARGSORT: OpDef = OpDef {
 
 /// Checks index against data for an along-axis gather; returns
 /// ((pre, n, post), k) where the index is [pre][k][post].
-fn along_plan(op: &str, d: &[usize], i: &[usize], axis: Option<i64>) -> Result<((usize, usize, usize), usize)> {
+fn along_plan(
+    op: &str,
+    d: &[usize],
+    i: &[usize],
+    axis: Option<i64>,
+) -> Result<((usize, usize, usize), usize)> {
     let bad = || {
         Error::Shape(format!(
             "{op}: index shape {} does not fit data shape {} along axis={}",
@@ -807,12 +889,19 @@ fn along_plan(op: &str, d: &[usize], i: &[usize], axis: Option<i64>) -> Result<(
     }
 }
 
-fn along_positions(op: &str, ib: &Blob, (pre, n, post): (usize, usize, usize), k: usize) -> Result<Vec<usize>> {
+fn along_positions(
+    op: &str,
+    ib: &Blob,
+    (pre, n, post): (usize, usize, usize),
+    k: usize,
+) -> Result<Vec<usize>> {
     let vals = index_values(ib);
     let mut out = Vec::with_capacity(vals.len());
     for (r, &v) in vals.iter().enumerate() {
         if !(v >= 0.0 && v < n as f64) {
-            return Err(Error::Index(format!("{op}: index {v} is out of bounds for an axis of size {n}")));
+            return Err(Error::Index(format!(
+                "{op}: index {v} is out of bounds for an axis of size {n}"
+            )));
         }
         let (pi, rest) = (r / (k * post), r % (k * post));
         out.push((pi * n + v as usize) * post + rest % post);
@@ -823,7 +912,9 @@ fn along_positions(op: &str, ib: &Blob, (pre, n, post): (usize, usize, usize), k
 
 fn parse_axis_only(op: &str, a: &super::attrs::Attrs) -> Result<Option<i64>> {
     match a.raw("axis") {
-        None => Err(Error::Param(format!("{op}: required argument 'axis' is missing (an integer or None)"))),
+        None => Err(Error::Param(format!(
+            "{op}: required argument 'axis' is missing (an integer or None)"
+        ))),
         Some(v) if v.trim() == "None" => Ok(None),
         Some(_) => Ok(Some(a.p(op).i64_req("axis")?)),
     }
@@ -921,7 +1012,15 @@ pub static SCATTER_ADD_ALONG_AXIS: OpDef = OpDef {
 };
 
 pub static OPS: &[&OpDef] = &[
-    &TAKE, &TAKE_GRAD, &PICK, &PICK_GRAD, &ONE_HOT, &TOPK, &SORT, &ARGSORT, &GATHER_ALONG_AXIS,
+    &TAKE,
+    &TAKE_GRAD,
+    &PICK,
+    &PICK_GRAD,
+    &ONE_HOT,
+    &TOPK,
+    &SORT,
+    &ARGSORT,
+    &GATHER_ALONG_AXIS,
     &SCATTER_ADD_ALONG_AXIS,
 ];
 
@@ -941,27 +1040,63 @@ mod tests {
         let i = arr(vec![2.0, 0.0, 2.7], &[3]);
         let y = run1("take", &[], &[a.clone(), i.clone()]);
         assert_eq!(y.shape, vec![3, 4]);
-        assert_eq!(vals(&y), vec![8., 9., 10., 11., 0., 1., 2., 3., 8., 9., 10., 11.]);
+        assert_eq!(
+            vals(&y),
+            vec![8., 9., 10., 11., 0., 1., 2., 3., 8., 9., 10., 11.]
+        );
         // 2-D indices along axis 1 (and -1): shape a[:1] + idx + a[2:]
         let i2 = iarr(vec![3, 0, 1, 1], &[2, 2]);
         for ax in ["1", "-1"] {
             let y = run1("take", &[("axis", ax)], &[a.clone(), i2.clone()]);
             assert_eq!(y.shape, vec![3, 2, 2]);
-            assert_eq!(vals(&y), vec![3., 0., 1., 1., 7., 4., 5., 5., 11., 8., 9., 9.]);
+            assert_eq!(
+                vals(&y),
+                vec![3., 0., 1., 1., 7., 4., 5., 5., 11., 8., 9., 9.]
+            );
         }
         let oob = arr(vec![-1.0, 5.0, 4.0, -5.0], &[4]);
-        assert_eq!(vals(&run1("take", &[("axis", "1")], &[a.clone(), oob.clone()]))[..4], [0., 3., 3., 0.]);
-        assert_eq!(vals(&run1("take", &[("axis", "1"), ("mode", "wrap")], &[a.clone(), oob.clone()]))[..4], [3., 1., 0., 3.]);
-        let e = err("take", &[("axis", "1"), ("mode", "raise")], &[a.clone(), oob]);
-        assert!(e.contains("take") && e.contains("out of bounds") && e.contains("size 4"), "{e}");
-        assert_eq!(vals(&run1("take", &[("mode", "raise")], &[a.clone(), iarr(vec![1], &[1])])), vec![4., 5., 6., 7.]);
+        assert_eq!(
+            vals(&run1("take", &[("axis", "1")], &[a.clone(), oob.clone()]))[..4],
+            [0., 3., 3., 0.]
+        );
+        assert_eq!(
+            vals(&run1(
+                "take",
+                &[("axis", "1"), ("mode", "wrap")],
+                &[a.clone(), oob.clone()]
+            ))[..4],
+            [3., 1., 0., 3.]
+        );
+        let e = err(
+            "take",
+            &[("axis", "1"), ("mode", "raise")],
+            &[a.clone(), oob],
+        );
+        assert!(
+            e.contains("take") && e.contains("out of bounds") && e.contains("size 4"),
+            "{e}"
+        );
+        assert_eq!(
+            vals(&run1(
+                "take",
+                &[("mode", "raise")],
+                &[a.clone(), iarr(vec![1], &[1])]
+            )),
+            vec![4., 5., 6., 7.]
+        );
         let e = err("take", &[("axis", "2")], &[a.clone(), i.clone()]);
-        assert!(e.contains("take") && e.contains("axis 2") && e.contains("(3, 4)"), "{e}");
+        assert!(
+            e.contains("take") && e.contains("axis 2") && e.contains("(3, 4)"),
+            "{e}"
+        );
         let e = err("take", &[("mode", "bogus")], &[a.clone(), i.clone()]);
         assert!(e.contains("take") && e.contains("mode"), "{e}");
         // integer data keeps its dtype
         let ai = iarr(vec![5, 6, 7], &[3]);
-        assert_eq!(run1("take", &[], &[ai, i]).to_vec::<i64>().unwrap(), vec![7, 5, 7]);
+        assert_eq!(
+            run1("take", &[], &[ai, i]).to_vec::<i64>().unwrap(),
+            vec![7, 5, 7]
+        );
     }
 
     #[test]
@@ -982,14 +1117,33 @@ mod tests {
         let i = arr(vec![1.0, 1.0, 3.0, -2.0, 9.0], &[5]);
         for mode in ["clip", "wrap"] {
             for ax in ["0", "1", "-1"] {
-                check_grad("take", &[("axis", ax), ("mode", mode)], &[a.clone(), i.clone()], &[0]);
-                let y = run1("take", &[("axis", ax), ("mode", mode)], &[a.clone(), i.clone()]);
+                check_grad(
+                    "take",
+                    &[("axis", ax), ("mode", mode)],
+                    &[a.clone(), i.clone()],
+                    &[0],
+                );
+                let y = run1(
+                    "take",
+                    &[("axis", ax), ("mode", mode)],
+                    &[a.clone(), i.clone()],
+                );
                 let g = arr(rnd(y.size(), 4), &y.shape);
-                check_grad("_take_grad", &[("axis", ax), ("mode", mode)], &[g, i.clone(), a.clone()], &[0]);
+                check_grad(
+                    "_take_grad",
+                    &[("axis", ax), ("mode", mode)],
+                    &[g, i.clone(), a.clone()],
+                    &[0],
+                );
             }
         }
         // repeated indices accumulate
-        let (_, g) = grads("take", &[], &[arr(vec![0.0; 3], &[3]), arr(vec![1.0, 1.0, 2.0], &[3])], &[arr(vec![1.0, 2.0, 4.0], &[3])]);
+        let (_, g) = grads(
+            "take",
+            &[],
+            &[arr(vec![0.0; 3], &[3]), arr(vec![1.0, 1.0, 2.0], &[3])],
+            &[arr(vec![1.0, 2.0, 4.0], &[3])],
+        );
         assert_eq!(g[0].as_ref().unwrap(), &vec![0.0, 3.0, 4.0]);
         assert!(g[1].is_none());
     }
@@ -999,20 +1153,54 @@ mod tests {
         let x = arr((0..12).map(|v| v as f64).collect(), &[3, 4]);
         let y = run1("pick", &[], &[x.clone(), arr(vec![0.0, 3.0, 9.0], &[3])]);
         assert_eq!((y.shape.clone(), vals(&y)), (vec![3], vec![0., 7., 11.]));
-        let y = run1("pick", &[("mode", "wrap")], &[x.clone(), arr(vec![-1.0, 5.0, 2.0], &[3])]);
+        let y = run1(
+            "pick",
+            &[("mode", "wrap")],
+            &[x.clone(), arr(vec![-1.0, 5.0, 2.0], &[3])],
+        );
         assert_eq!(vals(&y), vec![3., 5., 10.]);
-        let y = run1("pick", &[("axis", "0"), ("keepdims", "True")], &[x.clone(), arr(vec![2.0, 1.0, 0.0, -4.0], &[1, 4])]);
-        assert_eq!((y.shape.clone(), vals(&y)), (vec![1, 4], vec![8., 5., 2., 3.]));
+        let y = run1(
+            "pick",
+            &[("axis", "0"), ("keepdims", "True")],
+            &[x.clone(), arr(vec![2.0, 1.0, 0.0, -4.0], &[1, 4])],
+        );
+        assert_eq!(
+            (y.shape.clone(), vals(&y)),
+            (vec![1, 4], vec![8., 5., 2., 3.])
+        );
         // index given with the kept axis while keepdims=False
-        let y = run1("pick", &[("axis", "1")], &[x.clone(), arr(vec![1.0, 1.0, 1.0], &[3, 1])]);
+        let y = run1(
+            "pick",
+            &[("axis", "1")],
+            &[x.clone(), arr(vec![1.0, 1.0, 1.0], &[3, 1])],
+        );
         assert_eq!((y.shape.clone(), vals(&y)), (vec![3], vec![1., 5., 9.]));
-        let e = err("pick", &[("axis", "None")], &[x.clone(), arr(vec![0.0; 3], &[3])]);
+        let e = err(
+            "pick",
+            &[("axis", "None")],
+            &[x.clone(), arr(vec![0.0; 3], &[3])],
+        );
         assert!(e.contains("pick") && e.contains("axis=None"), "{e}");
-        let e = err("pick", &[("axis", "0")], &[x.clone(), arr(vec![0.0; 3], &[3])]);
-        assert!(e.contains("pick") && e.contains("index shape (3,)") && e.contains("(4,)"), "{e}");
-        let e = err("pick", &[("mode", "raise")], &[x.clone(), arr(vec![0.0; 3], &[3])]);
+        let e = err(
+            "pick",
+            &[("axis", "0")],
+            &[x.clone(), arr(vec![0.0; 3], &[3])],
+        );
+        assert!(
+            e.contains("pick") && e.contains("index shape (3,)") && e.contains("(4,)"),
+            "{e}"
+        );
+        let e = err(
+            "pick",
+            &[("mode", "raise")],
+            &[x.clone(), arr(vec![0.0; 3], &[3])],
+        );
         assert!(e.contains("pick") && e.contains("mode"), "{e}");
-        let e = err("pick", &[("axis", "2")], &[x.clone(), arr(vec![0.0; 3], &[3])]);
+        let e = err(
+            "pick",
+            &[("axis", "2")],
+            &[x.clone(), arr(vec![0.0; 3], &[3])],
+        );
         assert!(e.contains("pick") && e.contains("axis 2"), "{e}");
         // 3-D, middle axis
         let x3 = arr((0..24).map(|v| v as f64).collect(), &[2, 3, 4]);
@@ -1020,11 +1208,20 @@ mod tests {
         let y = run1("pick", &[("axis", "1")], &[x3.clone(), idx.clone()]);
         assert_eq!(vals(&y), vec![0., 5., 10., 3., 20., 21., 18., 19.]);
         for keep in ["False", "True"] {
-            let idx = if keep == "True" { arr(vals(&idx), &[2, 1, 4]) } else { idx.clone() };
+            let idx = if keep == "True" {
+                arr(vals(&idx), &[2, 1, 4])
+            } else {
+                idx.clone()
+            };
             let at = [("axis", "1"), ("keepdims", keep)];
             check_grad("pick", &at, &[x3.clone(), idx.clone()], &[0]);
             let y = run1("pick", &at, &[x3.clone(), idx.clone()]);
-            check_grad("_pick_grad", &at, &[arr(rnd(y.size(), 2), &y.shape), idx, x3.clone()], &[0]);
+            check_grad(
+                "_pick_grad",
+                &at,
+                &[arr(rnd(y.size(), 2), &y.shape), idx, x3.clone()],
+                &[0],
+            );
         }
     }
 
@@ -1037,7 +1234,16 @@ mod tests {
             vals(&y),
             vec![0., 1., 0., 1., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 1., 0., 0., 1.]
         );
-        let y = run1("one_hot", &[("depth", "2"), ("on_value", "5"), ("off_value", "-1"), ("dtype", "int32")], &[iarr(vec![1, 0], &[2])]);
+        let y = run1(
+            "one_hot",
+            &[
+                ("depth", "2"),
+                ("on_value", "5"),
+                ("off_value", "-1"),
+                ("dtype", "int32"),
+            ],
+            &[iarr(vec![1, 0], &[2])],
+        );
         assert_eq!(y.to_vec::<i32>().unwrap(), vec![-1, 5, 5, -1]);
         let e = err("one_hot", &[], &[i.clone()]);
         assert!(e.contains("one_hot") && e.contains("depth"), "{e}");
@@ -1051,7 +1257,13 @@ mod tests {
             for q in 0..post {
                 let mut ids: Vec<usize> = (0..n).collect();
                 let at = |i: usize| x[(p * n + i) * post + q];
-                ids.sort_by(|&a, &b| if asc { cmp_nan_last(at(a), at(b)) } else { cmp_nan_last(at(b), at(a)) });
+                ids.sort_by(|&a, &b| {
+                    if asc {
+                        cmp_nan_last(at(a), at(b))
+                    } else {
+                        cmp_nan_last(at(b), at(a))
+                    }
+                });
                 for (j, &i) in ids.iter().enumerate() {
                     v[(p * n + j) * post + q] = at(i);
                     ix[(p * n + j) * post + q] = i as f64;
@@ -1072,7 +1284,11 @@ mod tests {
                 let (v, ix) = ref_sort(&x, &shape, axis, asc);
                 let at = [("axis", axis.to_string()), ("is_ascend", asc.to_string())];
                 let at: Vec<(&str, &str)> = at.iter().map(|(k, v)| (*k, v.as_str())).collect();
-                assert_eq!(vals(&run1("sort", &at, &[xa.clone()])), v, "sort axis {axis} asc {asc}");
+                assert_eq!(
+                    vals(&run1("sort", &at, &[xa.clone()])),
+                    v,
+                    "sort axis {axis} asc {asc}"
+                );
                 let y = run1("argsort", &at, &[xa.clone()]);
                 assert_eq!(y.dtype(), DType::F32);
                 assert_eq!(vals(&y), ix, "argsort axis {axis} asc {asc}");
@@ -1087,13 +1303,26 @@ mod tests {
         let y = run1("sort", &[("axis", "None")], &[xa.clone()]);
         let (v, _) = ref_sort(&x, &[60], 0, true);
         assert_eq!((y.shape.clone(), vals(&y)), (vec![60], v));
-        let y = run1("argsort", &[("axis", "None"), ("dtype", "int32")], &[xa.clone()]);
+        let y = run1(
+            "argsort",
+            &[("axis", "None"), ("dtype", "int32")],
+            &[xa.clone()],
+        );
         assert_eq!((y.shape.clone(), y.dtype()), (vec![60], DType::I32));
         let nanx = arr(vec![2.0, f64::NAN, -1.0], &[3]);
-        assert_eq!(vals(&run1("argsort", &[], &[nanx.clone()])), vec![2.0, 0.0, 1.0]);
-        assert_eq!(vals(&run1("argsort", &[("is_ascend", "False")], &[nanx])), vec![1.0, 0.0, 2.0]);
+        assert_eq!(
+            vals(&run1("argsort", &[], &[nanx.clone()])),
+            vec![2.0, 0.0, 1.0]
+        );
+        assert_eq!(
+            vals(&run1("argsort", &[("is_ascend", "False")], &[nanx])),
+            vec![1.0, 0.0, 2.0]
+        );
         let e = err("sort", &[("axis", "3")], &[xa.clone()]);
-        assert!(e.contains("sort") && e.contains("axis 3") && e.contains("(3, 5, 4)"), "{e}");
+        assert!(
+            e.contains("sort") && e.contains("axis 3") && e.contains("(3, 5, 4)"),
+            "{e}"
+        );
         let e = err("argsort", &[("dtype", "bool")], &[xa.clone()]);
         assert!(e.contains("argsort") && e.contains("dtype"), "{e}");
     }
@@ -1103,23 +1332,56 @@ mod tests {
         let x = arr32(&[3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0], &[2, 4]);
         // default: k=1, indices of the largest, float32
         let y = run1("topk", &[], &[x.clone()]);
-        assert_eq!((y.shape.clone(), y.dtype(), vals(&y)), (vec![2, 1], DType::F32, vec![2.0, 1.0]));
+        assert_eq!(
+            (y.shape.clone(), y.dtype(), vals(&y)),
+            (vec![2, 1], DType::F32, vec![2.0, 1.0])
+        );
         let y = run1("topk", &[("k", "2"), ("ret_typ", "value")], &[x.clone()]);
         assert_eq!(vals(&y), vec![4.0, 3.0, 9.0, 6.0]);
-        let y = run1("topk", &[("k", "2"), ("ret_typ", "value"), ("is_ascend", "True")], &[x.clone()]);
+        let y = run1(
+            "topk",
+            &[("k", "2"), ("ret_typ", "value"), ("is_ascend", "True")],
+            &[x.clone()],
+        );
         assert_eq!(vals(&y), vec![1.0, 1.0, 2.0, 5.0]);
         let y = run1("topk", &[("k", "2"), ("ret_typ", "mask")], &[x.clone()]);
-        assert_eq!((y.shape.clone(), vals(&y)), (vec![2, 4], vec![1., 0., 1., 0., 0., 1., 0., 1.]));
-        let o = crate::ops::call("topk", &[("k", "3"), ("ret_typ", "both"), ("axis", "0"), ("dtype", "int64")], &[arr32(&[1., 7., 3., 2., 5., 0.], &[3, 2])]).unwrap();
+        assert_eq!(
+            (y.shape.clone(), vals(&y)),
+            (vec![2, 4], vec![1., 0., 1., 0., 0., 1., 0., 1.])
+        );
+        let o = crate::ops::call(
+            "topk",
+            &[
+                ("k", "3"),
+                ("ret_typ", "both"),
+                ("axis", "0"),
+                ("dtype", "int64"),
+            ],
+            &[arr32(&[1., 7., 3., 2., 5., 0.], &[3, 2])],
+        )
+        .unwrap();
         assert_eq!(o.len(), 2);
-        assert_eq!((o[0].shape.clone(), vals(&o[0])), (vec![3, 2], vec![5., 7., 3., 2., 1., 0.]));
-        assert_eq!((o[1].dtype(), vals(&o[1])), (DType::I64, vec![2., 0., 1., 1., 0., 2.]));
-        let y = run1("topk", &[("axis", "None"), ("k", "3"), ("ret_typ", "value")], &[x.clone()]);
+        assert_eq!(
+            (o[0].shape.clone(), vals(&o[0])),
+            (vec![3, 2], vec![5., 7., 3., 2., 1., 0.])
+        );
+        assert_eq!(
+            (o[1].dtype(), vals(&o[1])),
+            (DType::I64, vec![2., 0., 1., 1., 0., 2.])
+        );
+        let y = run1(
+            "topk",
+            &[("axis", "None"), ("k", "3"), ("ret_typ", "value")],
+            &[x.clone()],
+        );
         assert_eq!((y.shape.clone(), vals(&y)), (vec![3], vec![9., 6., 5.]));
         let y = run1("topk", &[("k", "0"), ("ret_typ", "value")], &[x.clone()]);
         assert_eq!(vals(&y), vec![4., 3., 1., 1., 9., 6., 5., 2.]);
         let e = err("topk", &[("k", "5")], &[x.clone()]);
-        assert!(e.contains("topk") && e.contains("k=5") && e.contains("(2, 4)"), "{e}");
+        assert!(
+            e.contains("topk") && e.contains("k=5") && e.contains("(2, 4)"),
+            "{e}"
+        );
         let e = err("topk", &[("ret_typ", "values")], &[x.clone()]);
         assert!(e.contains("topk") && e.contains("ret_typ"), "{e}");
         // large k partial-selection path vs full sort agree
@@ -1132,30 +1394,76 @@ mod tests {
     #[test]
     fn ordering_gradients() {
         let x = arr(rnd(24, 21), &[2, 3, 4]);
-        for at in [vec![], vec![("axis", "1")], vec![("axis", "0"), ("is_ascend", "False")], vec![("axis", "None")]] {
+        for at in [
+            vec![],
+            vec![("axis", "1")],
+            vec![("axis", "0"), ("is_ascend", "False")],
+            vec![("axis", "None")],
+        ] {
             check_grad("sort", &at, &[x.clone()], &[0]);
         }
         for at in [
             vec![("k", "2"), ("ret_typ", "value")],
             vec![("k", "2"), ("ret_typ", "both"), ("axis", "1")],
-            vec![("k", "3"), ("ret_typ", "value"), ("axis", "None"), ("is_ascend", "True")],
+            vec![
+                ("k", "3"),
+                ("ret_typ", "value"),
+                ("axis", "None"),
+                ("is_ascend", "True"),
+            ],
         ] {
             check_grad("topk", &at, &[x.clone()], &[0]);
         }
-        let (_, g) = grads("argsort", &[], &[x.clone()], &[arr(vec![1.0; 24], &[2, 3, 4])]);
+        let (_, g) = grads(
+            "argsort",
+            &[],
+            &[x.clone()],
+            &[arr(vec![1.0; 24], &[2, 3, 4])],
+        );
         assert!(g[0].is_none());
-        let (_, g) = grads("topk", &[("ret_typ", "mask")], &[x.clone()], &[arr(vec![1.0; 24], &[2, 3, 4])]);
+        let (_, g) = grads(
+            "topk",
+            &[("ret_typ", "mask")],
+            &[x.clone()],
+            &[arr(vec![1.0; 24], &[2, 3, 4])],
+        );
         assert!(g[0].is_none());
-        let (_, g) = grads("one_hot", &[("depth", "2")], &[arr(vec![0.0], &[1])], &[arr(vec![1.0; 2], &[1, 2])]);
+        let (_, g) = grads(
+            "one_hot",
+            &[("depth", "2")],
+            &[arr(vec![0.0], &[1])],
+            &[arr(vec![1.0; 2], &[1, 2])],
+        );
         assert!(g[0].is_none());
         // the internal gather/scatter pair, each differentiated
         let idx = iarr(vec![0, 2, 2, 1, 0, 0, 1, 1], &[2, 1, 4]);
         let d = arr(rnd(24, 4), &[2, 3, 4]);
-        check_grad("_gather_along_axis", &[("axis", "1")], &[d.clone(), idx.clone()], &[0]);
-        check_grad("_scatter_add_along_axis", &[("axis", "1")], &[arr(rnd(8, 5), &[2, 1, 4]), idx.clone(), d.clone()], &[0]);
-        let e = err("_gather_along_axis", &[("axis", "0")], &[d.clone(), idx.clone()]);
-        assert!(e.contains("_gather_along_axis") && e.contains("index shape (2, 1, 4)"), "{e}");
-        let e = err("_gather_along_axis", &[("axis", "1")], &[d, iarr(vec![0, 3, 0, 0, 0, 0, 0, 0], &[2, 1, 4])]);
+        check_grad(
+            "_gather_along_axis",
+            &[("axis", "1")],
+            &[d.clone(), idx.clone()],
+            &[0],
+        );
+        check_grad(
+            "_scatter_add_along_axis",
+            &[("axis", "1")],
+            &[arr(rnd(8, 5), &[2, 1, 4]), idx.clone(), d.clone()],
+            &[0],
+        );
+        let e = err(
+            "_gather_along_axis",
+            &[("axis", "0")],
+            &[d.clone(), idx.clone()],
+        );
+        assert!(
+            e.contains("_gather_along_axis") && e.contains("index shape (2, 1, 4)"),
+            "{e}"
+        );
+        let e = err(
+            "_gather_along_axis",
+            &[("axis", "1")],
+            &[d, iarr(vec![0, 3, 0, 0, 0, 0, 0, 0], &[2, 1, 4])],
+        );
         assert!(e.contains("out of bounds"), "{e}");
     }
 }

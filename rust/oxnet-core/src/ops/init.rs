@@ -2,8 +2,8 @@
 //! arange, eye.
 use super::attrs::Attrs;
 use super::registry::{KernelCtx, OpCall, OpDef, Params};
-use crate::base::{DType, Shape};
 use crate::base::dtype::Elem;
+use crate::base::{DType, Shape};
 use crate::dispatch_dtype;
 use crate::error::{Error, Result};
 use crate::ndarray::Blob;
@@ -53,7 +53,12 @@ pub static ZEROS: OpDef = OpDef {
     aliases: &["zeros"],
     doc: "An array of zeros of `shape` and `dtype`.",
     inputs: &[],
-    parse: |a| Ok(Box::new(InitParam { value: 0.0, ..parse_init(a, "zeros")? })),
+    parse: |a| {
+        Ok(Box::new(InitParam {
+            value: 0.0,
+            ..parse_init(a, "zeros")?
+        }))
+    },
     infer_shape: init_shape,
     infer_type: init_type,
     cpu: Some(fill_kernel),
@@ -65,7 +70,12 @@ pub static ONES: OpDef = OpDef {
     aliases: &["ones"],
     doc: "An array of ones of `shape` and `dtype`.",
     inputs: &[],
-    parse: |a| Ok(Box::new(InitParam { value: 1.0, ..parse_init(a, "ones")? })),
+    parse: |a| {
+        Ok(Box::new(InitParam {
+            value: 1.0,
+            ..parse_init(a, "ones")?
+        }))
+    },
     infer_shape: init_shape,
     infer_type: init_type,
     cpu: Some(fill_kernel),
@@ -114,7 +124,13 @@ pub static ARANGE: OpDef = OpDef {
             None => (0.0, start),
         };
         let n = ((stop - start) / step).ceil().max(0.0) as usize;
-        Ok(Box::new(ArangeParam { start, step, repeat, n, dtype: p.dtype("dtype", DType::F32)? }) as Params)
+        Ok(Box::new(ArangeParam {
+            start,
+            step,
+            repeat,
+            n,
+            dtype: p.dtype("dtype", DType::F32)?,
+        }) as Params)
     },
     infer_shape: |c, _, outs| {
         let p = c.p::<ArangeParam>();
@@ -154,7 +170,12 @@ pub static EYE: OpDef = OpDef {
         let p = a.p("eye");
         let n = p.usize("N", 0)?;
         let m = p.usize("M", 0)?;
-        Ok(Box::new(EyeParam { n, m: if m == 0 { n } else { m }, k: p.i64("k", 0)?, dtype: p.dtype("dtype", DType::F32)? }))
+        Ok(Box::new(EyeParam {
+            n,
+            m: if m == 0 { n } else { m },
+            k: p.i64("k", 0)?,
+            dtype: p.dtype("dtype", DType::F32)?,
+        }))
     },
     infer_shape: |c, _, outs| {
         let p = c.p::<EyeParam>();

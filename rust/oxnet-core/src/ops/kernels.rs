@@ -73,8 +73,12 @@ pub fn map2<T: Copy + Send + Sync>(
     };
     let (ap, bp) = (pad(ash), pad(bsh));
     let (ast, bst) = (strides(&ap), strides(&bp));
-    let ast: Vec<usize> = (0..nd).map(|i| if ap[i] == 1 { 0 } else { ast[i] }).collect();
-    let bst: Vec<usize> = (0..nd).map(|i| if bp[i] == 1 { 0 } else { bst[i] }).collect();
+    let ast: Vec<usize> = (0..nd)
+        .map(|i| if ap[i] == 1 { 0 } else { ast[i] })
+        .collect();
+    let bst: Vec<usize> = (0..nd)
+        .map(|i| if bp[i] == 1 { 0 } else { bst[i] })
+        .collect();
     let inner = osh[nd - 1];
     let (sa, sb) = (ast[nd - 1], bst[nd - 1]);
     let rows = n / inner.max(1);
@@ -109,13 +113,19 @@ pub fn cast_blob(src: &Blob, dst: &Blob) {
         return;
     }
     match (src.dtype, dst.dtype) {
-        (crate::DType::F32, crate::DType::F16) => {
-            map1(src.data::<f32>(), dst.data_mut::<half::f16>(), half::f16::from_f32)
+        (crate::DType::F32, crate::DType::F16) => map1(
+            src.data::<f32>(),
+            dst.data_mut::<half::f16>(),
+            half::f16::from_f32,
+        ),
+        (crate::DType::F16, crate::DType::F32) => map1(
+            src.data::<half::f16>(),
+            dst.data_mut::<f32>(),
+            half::f16::to_f32,
+        ),
+        _ => {
+            crate::dispatch_dtype!(src.dtype, S => crate::dispatch_dtype!(dst.dtype, D => go::<S, D>(src.data::<S>(), dst.data_mut::<D>())))
         }
-        (crate::DType::F16, crate::DType::F32) => {
-            map1(src.data::<half::f16>(), dst.data_mut::<f32>(), half::f16::to_f32)
-        }
-        _ => crate::dispatch_dtype!(src.dtype, S => crate::dispatch_dtype!(dst.dtype, D => go::<S, D>(src.data::<S>(), dst.data_mut::<D>()))),
     }
 }
 
@@ -126,7 +136,9 @@ pub fn reduce_to<T: Elem>(src: &[T], ssh: &[usize], dst: &mut [T], dsh: &[usize]
     let mut dp = vec![1; nd - dsh.len()];
     dp.extend_from_slice(dsh);
     let dst_st = strides(&dp);
-    let dst_st: Vec<usize> = (0..nd).map(|i| if dp[i] == 1 { 0 } else { dst_st[i] }).collect();
+    let dst_st: Vec<usize> = (0..nd)
+        .map(|i| if dp[i] == 1 { 0 } else { dst_st[i] })
+        .collect();
     let mut acc = vec![0f64; dst.len()];
     let mut idx = vec![0usize; nd];
     let mut off = 0usize;

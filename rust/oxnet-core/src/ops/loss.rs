@@ -30,7 +30,11 @@ fn float_only(op: &str, what: &str, t: DType) -> Result<()> {
 }
 
 /// Output has the data's dtype; the label defaults to it.
-fn infer_type_data_label(call: &OpCall, ins: &mut [Option<DType>], outs: &mut [Option<DType>]) -> Result<()> {
+fn infer_type_data_label(
+    call: &OpCall,
+    ins: &mut [Option<DType>],
+    outs: &mut [Option<DType>],
+) -> Result<()> {
     if let Some(t) = ins[0] {
         float_only(call.name(), "data", t)?;
         if ins.len() > 1 && ins[1].is_none() {
@@ -86,7 +90,9 @@ fn sm_attrs(p: &SmParam) -> Vec<(&'static str, String)> {
 /// (outer, classes, inner) view of the data and the expected label shape.
 fn sm_layout(op: &str, p: &SmParam, d: &[usize]) -> Result<((usize, usize, usize), Shape)> {
     if d.is_empty() {
-        return Err(Error::Shape(format!("{op}: data must have at least 1 dimension")));
+        return Err(Error::Shape(format!(
+            "{op}: data must have at least 1 dimension"
+        )));
     }
     if p.multi_output {
         if d.len() < 2 {
@@ -108,12 +114,21 @@ fn sm_layout(op: &str, p: &SmParam, d: &[usize]) -> Result<((usize, usize, usize
     }
 }
 
-fn sm_infer_shape(call: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+fn sm_infer_shape(
+    call: &OpCall,
+    ins: &mut [Option<Shape>],
+    outs: &mut [Option<Shape>],
+) -> Result<()> {
     let op = call.name();
-    let Some(d) = ins[0].clone() else { return Ok(()) };
+    let Some(d) = ins[0].clone() else {
+        return Ok(());
+    };
     let (_, ls) = sm_layout(op, call.p::<SmParam>(), &d)?;
     if let Some(l) = &ins[1] {
-        let ok = *l == ls || (l.iter().product::<usize>() == ls.iter().product::<usize>() && !call.p::<SmParam>().multi_output && l.len() <= 2);
+        let ok = *l == ls
+            || (l.iter().product::<usize>() == ls.iter().product::<usize>()
+                && !call.p::<SmParam>().multi_output
+                && l.len() <= 2);
         if !ok {
             return Err(Error::Shape(format!(
                 "{op}: label shape {} does not match data shape {} (expected label shape {})",
@@ -168,7 +183,11 @@ pub static SOFTMAX_OUTPUT: OpDef = OpDef {
         Ok(())
     }),
     grad: Some(|c, b, x, y, g| {
-        let r = b.op1("_softmax_output_grad", &sm_attrs(c.p::<SmParam>()), &[y[0], x[1], g[0]])?;
+        let r = b.op1(
+            "_softmax_output_grad",
+            &sm_attrs(c.p::<SmParam>()),
+            &[y[0], x[1], g[0]],
+        )?;
         Ok(vec![Some(r), None])
     }),
     ..OpDef::BASE
@@ -200,7 +219,11 @@ pub static SOFTMAX_OUTPUT_GRAD: OpDef = OpDef {
             _ => 1.0,
         };
         // MXNet divides by the spatial size too for multi_output unless 'valid'.
-        let spatial = if p.multi_output && p.normalization != "valid" { inner as f64 } else { 1.0 };
+        let spatial = if p.multi_output && p.normalization != "valid" {
+            inner as f64
+        } else {
+            1.0
+        };
         let scale = p.grad_scale / norm / spatial;
         let alpha = p.smooth_alpha;
         let off = if k > 1 { alpha / (k - 1) as f64 } else { 0.0 };
@@ -260,12 +283,21 @@ const fn reg_name(k: Reg) -> &'static str {
 }
 
 fn parse_reg(a: &Attrs, kind: Reg) -> Result<Params> {
-    Ok(Box::new(RegParam { kind, grad_scale: a.p(reg_name(kind)).f64("grad_scale", 1.0)? }))
+    Ok(Box::new(RegParam {
+        kind,
+        grad_scale: a.p(reg_name(kind)).f64("grad_scale", 1.0)?,
+    }))
 }
 
-fn reg_infer_shape(call: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+fn reg_infer_shape(
+    call: &OpCall,
+    ins: &mut [Option<Shape>],
+    outs: &mut [Option<Shape>],
+) -> Result<()> {
     let op = call.name();
-    let Some(d) = ins[0].clone() else { return Ok(()) };
+    let Some(d) = ins[0].clone() else {
+        return Ok(());
+    };
     match &ins[1] {
         None => ins[1] = Some(d.clone()),
         Some(l) => {
@@ -302,7 +334,10 @@ fn reg_grad(c: &OpCall, b: B, x: &[Entry], y: &[Entry], _: &[Entry]) -> Result<V
     };
     let r = b.op1(
         "_regression_output_grad",
-        &[("kind", kind.to_string()), ("grad_scale", fmt_f64(p.grad_scale))],
+        &[
+            ("kind", kind.to_string()),
+            ("grad_scale", fmt_f64(p.grad_scale)),
+        ],
         &[y[0], x[1]],
     )?;
     Ok(vec![Some(r), None])
@@ -324,9 +359,12 @@ macro_rules! reg_op {
     };
 }
 
-reg_op!(LINEAR_REG, Reg::Linear,
+reg_op!(
+    LINEAR_REG,
+    Reg::Linear,
     "Identity forward; gradient (out - label) * grad_scale / num_output, where num_output is the \
-     label size per sample; the head gradient is ignored.");
+     label size per sample; the head gradient is ignored."
+);
 reg_op!(LOGISTIC_REG, Reg::Logistic,
     "Sigmoid forward; gradient (out - label) * grad_scale / num_output; the head gradient is ignored.");
 reg_op!(MAE_REG, Reg::Mae,
@@ -338,12 +376,18 @@ pub static REG_GRAD: OpDef = OpDef {
     inputs: &["output", "label"],
     parse: |a| {
         let p = a.p("_regression_output_grad");
-        let kind = match p.choice("kind", "linear", &["linear", "logistic", "mae"])?.as_str() {
+        let kind = match p
+            .choice("kind", "linear", &["linear", "logistic", "mae"])?
+            .as_str()
+        {
             "linear" => Reg::Linear,
             "logistic" => Reg::Logistic,
             _ => Reg::Mae,
         };
-        Ok(Box::new(RegParam { kind, grad_scale: p.f64("grad_scale", 1.0)? }) as Params)
+        Ok(Box::new(RegParam {
+            kind,
+            grad_scale: p.f64("grad_scale", 1.0)?,
+        }) as Params)
     },
     infer_shape: reg_infer_shape,
     infer_type: infer_type_data_label,
@@ -384,7 +428,8 @@ fn copy_kernel(_: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> 
 
 pub static MAKE_LOSS: OpDef = OpDef {
     name: "MakeLoss",
-    doc: "Identity forward that marks a loss: its gradient is grad_scale (divided by the batch size \
+    doc:
+        "Identity forward that marks a loss: its gradient is grad_scale (divided by the batch size \
           with normalization='batch', or by the number of elements above valid_thresh with \
           'valid'), ignoring the head gradient.",
     parse: |a| {
@@ -447,7 +492,9 @@ pub static MAKE_LOSS_LOWER: OpDef = OpDef {
     doc: "Identity forward that marks a loss: its gradient is ones, ignoring the head gradient.",
     parse: |a| {
         if let Some((k, _)) = a.0.first() {
-            return Err(Error::Param(format!("make_loss: unknown argument '{k}' (make_loss takes none; see MakeLoss)")));
+            return Err(Error::Param(format!(
+                "make_loss: unknown argument '{k}' (make_loss takes none; see MakeLoss)"
+            )));
         }
         Ok(Box::new(()) as Params)
     },
@@ -612,15 +659,30 @@ mod tests {
     fn softmax_output_forward_and_head_gradient() {
         let x = arr(&[0., 0., 0., 1., 1., 1.], &[2, 3]);
         let l = arr(&[2., 0.], &[2]);
-        let y = call("SoftmaxOutput", &[], &[x.clone(), l.clone()]).unwrap().remove(0);
-        assert!(y.to_vec::<f64>().unwrap().iter().all(|p| (p - 1.0 / 3.0).abs() < 1e-12));
-        let g = call("_softmax_output_grad", &[("grad_scale", "3")], &[y.clone(), l, y]).unwrap().remove(0);
+        let y = call("SoftmaxOutput", &[], &[x.clone(), l.clone()])
+            .unwrap()
+            .remove(0);
+        assert!(y
+            .to_vec::<f64>()
+            .unwrap()
+            .iter()
+            .all(|p| (p - 1.0 / 3.0).abs() < 1e-12));
+        let g = call(
+            "_softmax_output_grad",
+            &[("grad_scale", "3")],
+            &[y.clone(), l, y],
+        )
+        .unwrap()
+        .remove(0);
         let third = 1.0 / 3.0;
         let want = [third, third, third - 1.0, third - 1.0, third, third].map(|v| v * 3.0);
         for (a, b) in g.to_vec::<f64>().unwrap().iter().zip(want) {
             assert!((a - b).abs() < 1e-12);
         }
-        let e = call("SoftmaxOutput", &[], &[x, arr(&[1., 2., 3.], &[3])]).err().unwrap().message();
+        let e = call("SoftmaxOutput", &[], &[x, arr(&[1., 2., 3.], &[3])])
+            .err()
+            .unwrap()
+            .message();
         assert!(e.contains("SoftmaxOutput: label shape (3,)"), "{e}");
     }
 
@@ -628,14 +690,25 @@ mod tests {
     fn regression_gradient_scales_by_outputs_per_sample() {
         let y = arr(&[1., 2., 3., 4.], &[2, 2]);
         let l = arr(&[0., 0., 0., 0.], &[2, 2]);
-        let g = call("_regression_output_grad", &[("kind", "linear"), ("grad_scale", "2")], &[y, l]).unwrap().remove(0);
+        let g = call(
+            "_regression_output_grad",
+            &[("kind", "linear"), ("grad_scale", "2")],
+            &[y, l],
+        )
+        .unwrap()
+        .remove(0);
         assert_eq!(g.to_vec::<f64>().unwrap(), vec![1., 2., 3., 4.]);
     }
 
     #[test]
     fn differentiable_losses() {
         let d = vals(8, 9);
-        check_grad("softmax_cross_entropy", &[], &[(d.clone(), vec![2, 4]), (vec![1., 3.], vec![2])], &[0]);
+        check_grad(
+            "softmax_cross_entropy",
+            &[],
+            &[(d.clone(), vec![2, 4]), (vec![1., 3.], vec![2])],
+            &[0],
+        );
         let z: Vec<f64> = d.iter().map(|v| v * 3.0).collect();
         check_grad("smooth_l1", &[("scalar", "1.5")], &[(z, vec![8])], &[0]);
     }

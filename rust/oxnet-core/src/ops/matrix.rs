@@ -34,7 +34,10 @@ fn parse_dot(a: &Attrs, op: &str) -> Result<Params> {
             )));
         }
     }
-    Ok(Box::new(DotParam { transpose_a: p.bool("transpose_a", false)?, transpose_b: p.bool("transpose_b", false)? }))
+    Ok(Box::new(DotParam {
+        transpose_a: p.bool("transpose_a", false)?,
+        transpose_b: p.bool("transpose_b", false)?,
+    }))
 }
 
 fn tflag(b: bool) -> String {
@@ -42,7 +45,12 @@ fn tflag(b: bool) -> String {
 }
 
 /// The 2-D view of a `dot`: (M, K, N) and the output shape.
-pub fn dot_dims(l: &[usize], r: &[usize], ta: bool, tb: bool) -> Result<(usize, usize, usize, Shape)> {
+pub fn dot_dims(
+    l: &[usize],
+    r: &[usize],
+    ta: bool,
+    tb: bool,
+) -> Result<(usize, usize, usize, Shape)> {
     if l.is_empty() || r.is_empty() {
         return Err(Error::Shape(format!(
             "dot: lhs shape {} and rhs shape {} must both have at least one dimension",
@@ -50,8 +58,16 @@ pub fn dot_dims(l: &[usize], r: &[usize], ta: bool, tb: bool) -> Result<(usize, 
             fmt_shape(r)
         )));
     }
-    let (kl, mdims) = if ta { (l[0], &l[1..]) } else { (l[l.len() - 1], &l[..l.len() - 1]) };
-    let (kr, ndims) = if tb { (r[r.len() - 1], &r[..r.len() - 1]) } else { (r[0], &r[1..]) };
+    let (kl, mdims) = if ta {
+        (l[0], &l[1..])
+    } else {
+        (l[l.len() - 1], &l[..l.len() - 1])
+    };
+    let (kr, ndims) = if tb {
+        (r[r.len() - 1], &r[..r.len() - 1])
+    } else {
+        (r[0], &r[1..])
+    };
     if kl != kr {
         let flags = match (ta, tb) {
             (false, false) => String::new(),
@@ -78,7 +94,11 @@ pub fn dot_dims(l: &[usize], r: &[usize], ta: bool, tb: bool) -> Result<(usize, 
     Ok((m, kl, n, out))
 }
 
-fn infer_type_float(call: &OpCall, ins: &mut [Option<DType>], outs: &mut [Option<DType>]) -> Result<()> {
+fn infer_type_float(
+    call: &OpCall,
+    ins: &mut [Option<DType>],
+    outs: &mut [Option<DType>],
+) -> Result<()> {
     super::registry::infer_type_same(call, ins, outs)?;
     if let Some(t) = ins.iter().chain(outs.iter()).flatten().next() {
         if !t.is_float() {
@@ -110,10 +130,19 @@ unsafe fn gemm_one<T: 'static + Copy>(
     zero: T,
     par: Parallelism,
 ) {
-    let (a_rs, a_cs) = if ta { (1isize, m as isize) } else { (k as isize, 1isize) };
-    let (b_rs, b_cs) = if tb { (1isize, k as isize) } else { (n as isize, 1isize) };
+    let (a_rs, a_cs) = if ta {
+        (1isize, m as isize)
+    } else {
+        (k as isize, 1isize)
+    };
+    let (b_rs, b_cs) = if tb {
+        (1isize, k as isize)
+    } else {
+        (n as isize, 1isize)
+    };
     gemm::gemm(
-        m, n, k, dst, 1, n as isize, false, a, a_cs, a_rs, b, b_cs, b_rs, zero, one, false, false, false, par,
+        m, n, k, dst, 1, n as isize, false, a, a_cs, a_rs, b, b_cs, b_rs, zero, one, false, false,
+        false, par,
     );
 }
 
@@ -151,9 +180,25 @@ fn batched<T: 'static + Copy + Send + Sync>(
     let (sa, sb, sd) = (m * k, k * n, m * n);
     let per = m * n * k;
     let run = |i: usize, d: &mut [T], par: Parallelism| unsafe {
-        gemm_one(m, k, n, a[i * sa..].as_ptr(), ta, b[i * sb..].as_ptr(), tb, d.as_mut_ptr(), one, zero, par)
+        gemm_one(
+            m,
+            k,
+            n,
+            a[i * sa..].as_ptr(),
+            ta,
+            b[i * sb..].as_ptr(),
+            tb,
+            d.as_mut_ptr(),
+            one,
+            zero,
+            par,
+        )
     };
-    if batch > 1 && per < 4 * PAR_FLOPS && per * batch >= PAR_FLOPS && rayon::current_num_threads() > 1 {
+    if batch > 1
+        && per < 4 * PAR_FLOPS
+        && per * batch >= PAR_FLOPS
+        && rayon::current_num_threads() > 1
+    {
         crate::par::par_chunks_mut(dst, sd, |i, d| run(i, d, Parallelism::None));
     } else {
         let par = parallelism(per);
@@ -163,10 +208,44 @@ fn batched<T: 'static + Copy + Send + Sync>(
     }
 }
 
-fn run_batched(batch: usize, m: usize, k: usize, n: usize, a: &Blob, ta: bool, b: &Blob, tb: bool, out: &Blob) -> Result<()> {
+fn run_batched(
+    batch: usize,
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &Blob,
+    ta: bool,
+    b: &Blob,
+    tb: bool,
+    out: &Blob,
+) -> Result<()> {
     match out.dtype {
-        DType::F32 => batched(batch, m, k, n, a.data::<f32>(), ta, b.data::<f32>(), tb, out.data_mut::<f32>(), 1.0, 0.0),
-        DType::F64 => batched(batch, m, k, n, a.data::<f64>(), ta, b.data::<f64>(), tb, out.data_mut::<f64>(), 1.0, 0.0),
+        DType::F32 => batched(
+            batch,
+            m,
+            k,
+            n,
+            a.data::<f32>(),
+            ta,
+            b.data::<f32>(),
+            tb,
+            out.data_mut::<f32>(),
+            1.0,
+            0.0,
+        ),
+        DType::F64 => batched(
+            batch,
+            m,
+            k,
+            n,
+            a.data::<f64>(),
+            ta,
+            b.data::<f64>(),
+            tb,
+            out.data_mut::<f64>(),
+            1.0,
+            0.0,
+        ),
         DType::F16 => batched(
             batch,
             m,
@@ -181,7 +260,10 @@ fn run_batched(batch: usize, m: usize, k: usize, n: usize, a: &Blob, ta: bool, b
             f16::ZERO,
         ),
         d => {
-            return Err(Error::DType(format!("dot: dtype {} is not supported (float32, float64 or float16 only)", d.name())))
+            return Err(Error::DType(format!(
+                "dot: dtype {} is not supported (float32, float64 or float16 only)",
+                d.name()
+            )))
         }
     }
     Ok(())
@@ -190,14 +272,36 @@ fn run_batched(batch: usize, m: usize, k: usize, n: usize, a: &Blob, ta: bool, b
 fn dot_kernel(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> {
     let p = c.p::<DotParam>();
     let (m, k, n, _) = dot_dims(&i[0].shape, &i[1].shape, p.transpose_a, p.transpose_b)?;
-    run_batched(1, m, k, n, &i[0], p.transpose_a, &i[1], p.transpose_b, &o[0])
+    run_batched(
+        1,
+        m,
+        k,
+        n,
+        &i[0],
+        p.transpose_a,
+        &i[1],
+        p.transpose_b,
+        &o[0],
+    )
 }
 
 /// Gradients of C = op(A) . op(B) on the 2-D views, for each transpose
 /// combination, as products of the same kind.
-fn dot_grads_2d(b: B, op: &str, a2: Entry, b2: Entry, g2: Entry, ta: bool, tb: bool) -> Result<(Entry, Entry)> {
+fn dot_grads_2d(
+    b: B,
+    op: &str,
+    a2: Entry,
+    b2: Entry,
+    g2: Entry,
+    ta: bool,
+    tb: bool,
+) -> Result<(Entry, Entry)> {
     let mk = |b: B, x: Entry, y: Entry, t1: bool, t2: bool| {
-        b.op1(op, &[("transpose_a", tflag(t1)), ("transpose_b", tflag(t2))], &[x, y])
+        b.op1(
+            op,
+            &[("transpose_a", tflag(t1)), ("transpose_b", tflag(t2))],
+            &[x, y],
+        )
     };
     Ok(match (ta, tb) {
         (false, false) => (mk(b, g2, b2, false, true)?, mk(b, a2, g2, true, false)?),
@@ -212,7 +316,11 @@ fn reshape_code(b: B, x: Entry, first: bool) -> Result<Entry> {
     if first {
         b.op1("Reshape", &[("shape", "(0, -1)".into())], &[x])
     } else {
-        b.op1("Reshape", &[("shape", "(-1, 0)".into()), ("reverse", "True".into())], &[x])
+        b.op1(
+            "Reshape",
+            &[("shape", "(-1, 0)".into()), ("reverse", "True".into())],
+            &[x],
+        )
     }
 }
 
@@ -286,12 +394,23 @@ pub static DOT_FLAT_OUT: OpDef = OpDef {
         o[0].bytes_mut().copy_from_slice(i[0].bytes());
         Ok(())
     }),
-    grad: Some(|_, b, x, _, g| Ok(vec![Some(b.op1("reshape_like", &[], &[g[0], x[0]])?), None, None])),
+    grad: Some(|_, b, x, _, g| {
+        Ok(vec![
+            Some(b.op1("reshape_like", &[], &[g[0], x[0]])?),
+            None,
+            None,
+        ])
+    }),
     ..OpDef::BASE
 };
 
 /// (batch, M, K, N, out shape) of a batch_dot.
-pub fn batch_dot_dims(l: &[usize], r: &[usize], ta: bool, tb: bool) -> Result<(usize, usize, usize, usize, Shape)> {
+pub fn batch_dot_dims(
+    l: &[usize],
+    r: &[usize],
+    ta: bool,
+    tb: bool,
+) -> Result<(usize, usize, usize, usize, Shape)> {
     if l.len() < 3 || r.len() != l.len() || l[..l.len() - 2] != r[..r.len() - 2] {
         return Err(Error::Shape(format!(
             "batch_dot: lhs shape {} and rhs shape {} must be 3-D (or more) with the same leading batch axes",
@@ -301,8 +420,16 @@ pub fn batch_dot_dims(l: &[usize], r: &[usize], ta: bool, tb: bool) -> Result<(u
     }
     let nd = l.len();
     let batch: usize = l[..nd - 2].iter().product();
-    let (m, kl) = if ta { (l[nd - 1], l[nd - 2]) } else { (l[nd - 2], l[nd - 1]) };
-    let (kr, n) = if tb { (r[nd - 1], r[nd - 2]) } else { (r[nd - 2], r[nd - 1]) };
+    let (m, kl) = if ta {
+        (l[nd - 1], l[nd - 2])
+    } else {
+        (l[nd - 2], l[nd - 1])
+    };
+    let (kr, n) = if tb {
+        (r[nd - 1], r[nd - 2])
+    } else {
+        (r[nd - 2], r[nd - 1])
+    };
     if kl != kr {
         return Err(Error::Shape(format!(
             "batch_dot: lhs shape {} and rhs shape {} do not match on the reduced axis ({} vs {}) \
@@ -370,7 +497,12 @@ pub(crate) mod testutil {
     }
 
     impl GradBuilder for Eager {
-        fn op(&mut self, name: &str, attrs: &[(&str, String)], inputs: &[Entry]) -> Result<Vec<Entry>> {
+        fn op(
+            &mut self,
+            name: &str,
+            attrs: &[(&str, String)],
+            inputs: &[Entry],
+        ) -> Result<Vec<Entry>> {
             let pairs: Vec<(&str, &str)> = attrs.iter().map(|(k, v)| (*k, v.as_str())).collect();
             let ins: Vec<NDArray> = inputs.iter().map(|&i| self.vals[i].clone()).collect();
             let outs = call(name, &pairs, &ins)?;
@@ -391,21 +523,45 @@ pub(crate) mod testutil {
     /// Check the registered gradient of `op` against central differences of
     /// L = sum_j sum(out_j * w_j) for random weights w_j, in float64.
     /// `diff` marks the inputs to check.
-    pub fn check_grad(op: &str, attrs: &[(&str, &str)], inputs: &[(Vec<f64>, Vec<usize>)], diff: &[usize]) {
+    pub fn check_grad(
+        op: &str,
+        attrs: &[(&str, &str)],
+        inputs: &[(Vec<f64>, Vec<usize>)],
+        diff: &[usize],
+    ) {
         let def = lookup(op).unwrap();
         let arrs: Vec<NDArray> = inputs.iter().map(|(v, s)| arr(v, s)).collect();
         let outs = call(op, attrs, &arrs).unwrap();
-        let ws: Vec<Vec<f64>> = outs.iter().enumerate().map(|(j, o)| vals(o.size(), 100 + j as u64)).collect();
+        let ws: Vec<Vec<f64>> = outs
+            .iter()
+            .enumerate()
+            .map(|(j, o)| vals(o.size(), 100 + j as u64))
+            .collect();
         let loss = |xs: &[NDArray]| -> f64 {
             let outs = call(op, attrs, xs).unwrap();
-            outs.iter().zip(&ws).map(|(o, w)| o.to_vec::<f64>().unwrap().iter().zip(w).map(|(a, b)| a * b).sum::<f64>()).sum()
+            outs.iter()
+                .zip(&ws)
+                .map(|(o, w)| {
+                    o.to_vec::<f64>()
+                        .unwrap()
+                        .iter()
+                        .zip(w)
+                        .map(|(a, b)| a * b)
+                        .sum::<f64>()
+                })
+                .sum()
         };
         let mut e = Eager { vals: vec![] };
         let xi: Vec<Entry> = arrs.iter().map(|a| e.push(a.clone())).collect();
         let oi: Vec<Entry> = outs.iter().map(|a| e.push(a.clone())).collect();
-        let gi: Vec<Entry> = outs.iter().zip(&ws).map(|(o, w)| e.push(arr(w, &o.shape))).collect();
+        let gi: Vec<Entry> = outs
+            .iter()
+            .zip(&ws)
+            .map(|(o, w)| e.push(arr(w, &o.shape)))
+            .collect();
         let c = parse_call(def, Attrs::from_pairs(attrs)).unwrap();
-        let grads = (def.grad.expect("operator has a gradient"))(&c, &mut e, &xi, &oi, &gi).unwrap();
+        let grads =
+            (def.grad.expect("operator has a gradient"))(&c, &mut e, &xi, &oi, &gi).unwrap();
         assert_eq!(grads.len(), inputs.len(), "{op}: one gradient per input");
         for &d in diff {
             let (v, s) = &inputs[d];
@@ -461,7 +617,11 @@ mod tests {
     }
 
     fn tf(b: bool) -> &'static str {
-        if b { "True" } else { "False" }
+        if b {
+            "True"
+        } else {
+            "False"
+        }
     }
 
     #[test]
@@ -475,7 +635,12 @@ mod tests {
                     let bsh = if tb { [n, k] } else { [k, n] };
                     let want = naive(&a, &b, m, k, n, ta, tb);
                     // f64
-                    let out = call("dot", &[("transpose_a", tf(ta)), ("transpose_b", tf(tb))], &[arr(&a, &ash), arr(&b, &bsh)]).unwrap();
+                    let out = call(
+                        "dot",
+                        &[("transpose_a", tf(ta)), ("transpose_b", tf(tb))],
+                        &[arr(&a, &ash), arr(&b, &bsh)],
+                    )
+                    .unwrap();
                     assert_eq!(out[0].shape, vec![m, n]);
                     let got = out[0].to_vec::<f64>().unwrap();
                     for (x, y) in got.iter().zip(&want) {
@@ -488,12 +653,18 @@ mod tests {
                     let out = call(
                         "dot",
                         &[("transpose_a", tf(ta)), ("transpose_b", tf(tb))],
-                        &[NDArray::from_vec(af, &ash, ctx).unwrap(), NDArray::from_vec(bf, &bsh, ctx).unwrap()],
+                        &[
+                            NDArray::from_vec(af, &ash, ctx).unwrap(),
+                            NDArray::from_vec(bf, &bsh, ctx).unwrap(),
+                        ],
                     )
                     .unwrap();
                     let got = out[0].to_vec::<f32>().unwrap();
                     for (x, y) in got.iter().zip(&want) {
-                        assert!((*x as f64 - y).abs() < 1e-4 * (1.0 + k as f64), "f32 {m}x{k}x{n} ta={ta} tb={tb}");
+                        assert!(
+                            (*x as f64 - y).abs() < 1e-4 * (1.0 + k as f64),
+                            "f32 {m}x{k}x{n} ta={ta} tb={tb}"
+                        );
                     }
                 }
             }
@@ -505,9 +676,21 @@ mod tests {
         let (m, k, n) = (5, 8, 3);
         let a = vals(m * k, 3);
         let b = vals(k * n, 4);
-        let h = |v: &[f64]| v.iter().map(|&x| half::f16::from_f64(x)).collect::<Vec<_>>();
+        let h = |v: &[f64]| {
+            v.iter()
+                .map(|&x| half::f16::from_f64(x))
+                .collect::<Vec<_>>()
+        };
         let ctx = Context::cpu(0);
-        let out = call("dot", &[], &[NDArray::from_vec(h(&a), &[m, k], ctx).unwrap(), NDArray::from_vec(h(&b), &[k, n], ctx).unwrap()]).unwrap();
+        let out = call(
+            "dot",
+            &[],
+            &[
+                NDArray::from_vec(h(&a), &[m, k], ctx).unwrap(),
+                NDArray::from_vec(h(&b), &[k, n], ctx).unwrap(),
+            ],
+        )
+        .unwrap();
         let ar: Vec<f64> = h(&a).iter().map(|x| x.to_f64()).collect();
         let br: Vec<f64> = h(&b).iter().map(|x| x.to_f64()).collect();
         let want = naive(&ar, &br, m, k, n, false, false);
@@ -531,7 +714,12 @@ mod tests {
         // (4, 2, 3) with transpose_a . (4, 5, 2) -> (2, 3, 5, 2)
         let a = vals(24, 7);
         let b = vals(40, 8);
-        let out = call("dot", &[("transpose_a", "True")], &[arr(&a, &[4, 2, 3]), arr(&b, &[4, 5, 2])]).unwrap();
+        let out = call(
+            "dot",
+            &[("transpose_a", "True")],
+            &[arr(&a, &[4, 2, 3]), arr(&b, &[4, 5, 2])],
+        )
+        .unwrap();
         assert_eq!(out[0].shape, vec![2, 3, 5, 2]);
         let want = naive(&a, &b, 6, 4, 10, true, false);
         for (x, y) in out[0].to_vec::<f64>().unwrap().iter().zip(&want) {
@@ -540,21 +728,47 @@ mod tests {
         // (3, 4) . (2, 5, 4) with transpose_b -> (3, 2, 5)
         let a = vals(12, 9);
         let b = vals(40, 10);
-        let out = call("dot", &[("transpose_b", "True")], &[arr(&a, &[3, 4]), arr(&b, &[2, 5, 4])]).unwrap();
+        let out = call(
+            "dot",
+            &[("transpose_b", "True")],
+            &[arr(&a, &[3, 4]), arr(&b, &[2, 5, 4])],
+        )
+        .unwrap();
         assert_eq!(out[0].shape, vec![3, 2, 5]);
         let want = naive(&a, &b, 3, 4, 10, false, true);
         for (x, y) in out[0].to_vec::<f64>().unwrap().iter().zip(&want) {
             assert!((x - y).abs() < 1e-12);
         }
         // 1-D . 1-D -> (1,)
-        let out = call("dot", &[], &[arr(&[1.0, 2.0, 3.0], &[3]), arr(&[4.0, 5.0, 6.0], &[3])]).unwrap();
+        let out = call(
+            "dot",
+            &[],
+            &[arr(&[1.0, 2.0, 3.0], &[3]), arr(&[4.0, 5.0, 6.0], &[3])],
+        )
+        .unwrap();
         assert_eq!(out[0].shape, vec![1]);
         assert_eq!(out[0].to_vec::<f64>().unwrap(), vec![32.0]);
         // 1-D . 2-D -> (n,), 2-D . 1-D -> (m,)
-        let out = call("dot", &[], &[arr(&[1.0, 2.0], &[2]), arr(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3])]).unwrap();
+        let out = call(
+            "dot",
+            &[],
+            &[
+                arr(&[1.0, 2.0], &[2]),
+                arr(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]),
+            ],
+        )
+        .unwrap();
         assert_eq!(out[0].shape, vec![3]);
         assert_eq!(out[0].to_vec::<f64>().unwrap(), vec![9.0, 12.0, 15.0]);
-        let out = call("dot", &[], &[arr(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[3, 2]), arr(&[1.0, -1.0], &[2])]).unwrap();
+        let out = call(
+            "dot",
+            &[],
+            &[
+                arr(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[3, 2]),
+                arr(&[1.0, -1.0], &[2]),
+            ],
+        )
+        .unwrap();
         assert_eq!(out[0].shape, vec![3]);
         assert_eq!(out[0].to_vec::<f64>().unwrap(), vec![-1.0, -1.0, -1.0]);
         // zero-size reduced axis gives zeros
@@ -564,20 +778,66 @@ mod tests {
 
     #[test]
     fn dot_errors() {
-        let e = call("dot", &[], &[arr(&vals(6, 1), &[2, 3]), arr(&vals(20, 1), &[4, 5])]).err().unwrap();
-        assert_eq!(e.message(), "dot: lhs shape (2, 3) and rhs shape (4, 5) do not match on the reduced axis (3 vs 4)");
-        let e = call("dot", &[("transpose_b", "True")], &[arr(&vals(6, 1), &[2, 3]), arr(&vals(6, 1), &[3, 2])]).err().unwrap();
-        assert!(e.message().contains("(3 vs 2) with transpose_b=True"), "{}", e.message());
+        let e = call(
+            "dot",
+            &[],
+            &[arr(&vals(6, 1), &[2, 3]), arr(&vals(20, 1), &[4, 5])],
+        )
+        .err()
+        .unwrap();
+        assert_eq!(
+            e.message(),
+            "dot: lhs shape (2, 3) and rhs shape (4, 5) do not match on the reduced axis (3 vs 4)"
+        );
+        let e = call(
+            "dot",
+            &[("transpose_b", "True")],
+            &[arr(&vals(6, 1), &[2, 3]), arr(&vals(6, 1), &[3, 2])],
+        )
+        .err()
+        .unwrap();
+        assert!(
+            e.message().contains("(3 vs 2) with transpose_b=True"),
+            "{}",
+            e.message()
+        );
         let ctx = Context::cpu(0);
         let i = NDArray::from_vec(vec![1i32, 2], &[1, 2], ctx).unwrap();
         let j = NDArray::from_vec(vec![1i32, 2], &[2, 1], ctx).unwrap();
         let e = call("dot", &[], &[i, j]).err().unwrap();
-        assert!(e.message().contains("int32 is not supported"), "{}", e.message());
-        let e = call("dot", &[("forward_stype", "csr")], &[arr(&[1.0], &[1]), arr(&[1.0], &[1])]).err().unwrap();
+        assert!(
+            e.message().contains("int32 is not supported"),
+            "{}",
+            e.message()
+        );
+        let e = call(
+            "dot",
+            &[("forward_stype", "csr")],
+            &[arr(&[1.0], &[1]), arr(&[1.0], &[1])],
+        )
+        .err()
+        .unwrap();
         assert!(e.message().contains("forward_stype"), "{}", e.message());
-        let e = call("batch_dot", &[], &[arr(&vals(6, 1), &[2, 3]), arr(&vals(6, 1), &[3, 2])]).err().unwrap();
-        assert!(e.message().contains("batch_dot: lhs shape (2, 3) and rhs shape (3, 2) must be 3-D"), "{}", e.message());
-        let e = call("batch_dot", &[], &[arr(&vals(12, 1), &[2, 2, 3]), arr(&vals(12, 1), &[2, 2, 3])]).err().unwrap();
+        let e = call(
+            "batch_dot",
+            &[],
+            &[arr(&vals(6, 1), &[2, 3]), arr(&vals(6, 1), &[3, 2])],
+        )
+        .err()
+        .unwrap();
+        assert!(
+            e.message()
+                .contains("batch_dot: lhs shape (2, 3) and rhs shape (3, 2) must be 3-D"),
+            "{}",
+            e.message()
+        );
+        let e = call(
+            "batch_dot",
+            &[],
+            &[arr(&vals(12, 1), &[2, 2, 3]), arr(&vals(12, 1), &[2, 2, 3])],
+        )
+        .err()
+        .unwrap();
         assert!(e.message().contains("(3 vs 2)"), "{}", e.message());
     }
 
@@ -590,11 +850,24 @@ mod tests {
                     let b = vals(bs * k * n, 12);
                     let ash = if ta { [bs, k, m] } else { [bs, m, k] };
                     let bsh = if tb { [bs, n, k] } else { [bs, k, n] };
-                    let out = call("batch_dot", &[("transpose_a", tf(ta)), ("transpose_b", tf(tb))], &[arr(&a, &ash), arr(&b, &bsh)]).unwrap();
+                    let out = call(
+                        "batch_dot",
+                        &[("transpose_a", tf(ta)), ("transpose_b", tf(tb))],
+                        &[arr(&a, &ash), arr(&b, &bsh)],
+                    )
+                    .unwrap();
                     assert_eq!(out[0].shape, vec![bs, m, n]);
                     let got = out[0].to_vec::<f64>().unwrap();
                     for i in 0..bs {
-                        let want = naive(&a[i * m * k..(i + 1) * m * k], &b[i * k * n..(i + 1) * k * n], m, k, n, ta, tb);
+                        let want = naive(
+                            &a[i * m * k..(i + 1) * m * k],
+                            &b[i * k * n..(i + 1) * k * n],
+                            m,
+                            k,
+                            n,
+                            ta,
+                            tb,
+                        );
                         for (x, y) in got[i * m * n..(i + 1) * m * n].iter().zip(&want) {
                             assert!((x - y).abs() < 1e-10);
                         }
@@ -609,15 +882,41 @@ mod tests {
         for ta in [false, true] {
             for tb in [false, true] {
                 let attrs = [("transpose_a", tf(ta)), ("transpose_b", tf(tb))];
-                let (ash, bsh) = (if ta { vec![4, 3] } else { vec![3, 4] }, if tb { vec![2, 4] } else { vec![4, 2] });
-                check_grad("dot", &attrs, &[(vals(12, 1), ash), (vals(8, 2), bsh)], &[0, 1]);
-                let (ash, bsh) = (if ta { vec![2, 3, 2] } else { vec![3, 2, 2] }, if tb { vec![2, 3, 2] } else { vec![2, 2, 3] });
-                check_grad("dot", &attrs, &[(vals(12, 3), ash), (vals(12, 4), bsh)], &[0, 1]);
+                let (ash, bsh) = (
+                    if ta { vec![4, 3] } else { vec![3, 4] },
+                    if tb { vec![2, 4] } else { vec![4, 2] },
+                );
+                check_grad(
+                    "dot",
+                    &attrs,
+                    &[(vals(12, 1), ash), (vals(8, 2), bsh)],
+                    &[0, 1],
+                );
+                let (ash, bsh) = (
+                    if ta { vec![2, 3, 2] } else { vec![3, 2, 2] },
+                    if tb { vec![2, 3, 2] } else { vec![2, 2, 3] },
+                );
+                check_grad(
+                    "dot",
+                    &attrs,
+                    &[(vals(12, 3), ash), (vals(12, 4), bsh)],
+                    &[0, 1],
+                );
             }
         }
         // 1-D cases
-        check_grad("dot", &[], &[(vals(3, 1), vec![3]), (vals(3, 2), vec![3])], &[0, 1]);
-        check_grad("dot", &[], &[(vals(3, 1), vec![3]), (vals(6, 2), vec![3, 2])], &[0, 1]);
+        check_grad(
+            "dot",
+            &[],
+            &[(vals(3, 1), vec![3]), (vals(3, 2), vec![3])],
+            &[0, 1],
+        );
+        check_grad(
+            "dot",
+            &[],
+            &[(vals(3, 1), vec![3]), (vals(6, 2), vec![3, 2])],
+            &[0, 1],
+        );
     }
 
     #[test]
@@ -627,7 +926,12 @@ mod tests {
                 let attrs = [("transpose_a", tf(ta)), ("transpose_b", tf(tb))];
                 let ash = if ta { vec![2, 4, 3] } else { vec![2, 3, 4] };
                 let bsh = if tb { vec![2, 5, 4] } else { vec![2, 4, 5] };
-                check_grad("batch_dot", &attrs, &[(vals(24, 7), ash), (vals(40, 8), bsh)], &[0, 1]);
+                check_grad(
+                    "batch_dot",
+                    &attrs,
+                    &[(vals(24, 7), ash), (vals(40, 8), bsh)],
+                    &[0, 1],
+                );
             }
         }
     }
@@ -641,15 +945,24 @@ mod tests {
         let a = NDArray::from_vec(vec![0.5f32; n * n], &[n, n], ctx).unwrap();
         let b = NDArray::from_vec(vec![0.25f32; n * n], &[n, n], ctx).unwrap();
         for _ in 0..3 {
-            call("dot", &[], &[a.clone(), b.clone()]).unwrap()[0].wait_to_read().unwrap();
+            call("dot", &[], &[a.clone(), b.clone()]).unwrap()[0]
+                .wait_to_read()
+                .unwrap();
         }
         let reps = 20;
         let t = std::time::Instant::now();
         for _ in 0..reps {
-            call("dot", &[], &[a.clone(), b.clone()]).unwrap()[0].wait_to_read().unwrap();
+            call("dot", &[], &[a.clone(), b.clone()]).unwrap()[0]
+                .wait_to_read()
+                .unwrap();
         }
         let s = t.elapsed().as_secs_f64() / reps as f64;
         let gf = 2.0 * (n * n * n) as f64 / s / 1e9;
-        println!("dot {n}x{n} f32: {:.3} ms, {:.1} GFLOP/s ({} rayon threads)", s * 1e3, gf, rayon::current_num_threads());
+        println!(
+            "dot {n}x{n} f32: {:.3} ms, {:.1} GFLOP/s ({} rayon threads)",
+            s * 1e3,
+            gf,
+            rayon::current_num_threads()
+        );
     }
 }

@@ -1,19 +1,19 @@
 //! Operators: the registry and one file per family.
 pub mod attrs;
-pub mod registry;
-pub mod kernels;
 pub mod elemwise;
-pub mod init;
-pub mod reduce;
 pub mod index;
+pub mod init;
+pub mod kernels;
+pub mod loss;
 pub mod matrix;
-pub mod shape;
-pub mod random;
 pub mod nn;
 pub mod norm;
-pub mod loss;
-pub mod sequence;
 pub mod optim;
+pub mod random;
+pub mod reduce;
+pub mod registry;
+pub mod sequence;
+pub mod shape;
 
 pub use attrs::Attrs;
 pub use registry::{call, invoke, lookup, OpCall, OpDef};

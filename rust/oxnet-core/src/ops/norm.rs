@@ -17,8 +17,8 @@ use crate::base::dtype::Elem;
 use crate::base::{fmt_shape, shape::norm_axis, DType, Shape};
 use crate::error::{Error, Result};
 use crate::ndarray::Blob;
-use crate::random::with_rng;
 use crate::par::par_chunks_mut;
+use crate::random::with_rng;
 
 type B<'a> = &'a mut dyn GradBuilder;
 
@@ -190,7 +190,16 @@ fn write_f64(b: &Blob, v: &[f64]) {
 
 /// y = (x - mean[s]) * rstd[s] * gamma[a(c, s)] + beta[a(c, s)], where the
 /// affine index is the channel (or the group for GroupNorm).
-fn apply_affine(l: &Lay, x: &Blob, y: &Blob, mean: &[f64], rstd: &[f64], gamma: &[f64], beta: &[f64], per_group: bool) {
+fn apply_affine(
+    l: &Lay,
+    x: &Blob,
+    y: &Blob,
+    mean: &[f64],
+    rstd: &[f64],
+    gamma: &[f64],
+    beta: &[f64],
+    per_group: bool,
+) {
     let aff = |s: usize, c: usize| if per_group { s % l.per_o() } else { c };
     crate::dispatch_float!(x.dtype, T => {
         let xv = x.data::<T>();
@@ -273,9 +282,18 @@ macro_rules! dispatch_float {
     ($dtype:expr, $T:ident => $body:expr) => {{
         use $crate::base::DType as __D;
         match $dtype {
-            __D::F32 => { type $T = f32; $body }
-            __D::F64 => { type $T = f64; $body }
-            __D::F16 => { type $T = half::f16; $body }
+            __D::F32 => {
+                type $T = f32;
+                $body
+            }
+            __D::F64 => {
+                type $T = f64;
+                $body
+            }
+            __D::F16 => {
+                type $T = half::f16;
+                $body
+            }
             d => panic!("float kernel called with dtype {}", d.name()),
         }
     }};
@@ -306,7 +324,11 @@ fn check_param_shape(op: &str, name: &str, got: &Option<Shape>, want: &Shape) ->
 
 /// Data dtype must be float; parameters take the data dtype, except float32
 /// parameters for float16 data (as MXNet).
-fn infer_type_norm(call: &OpCall, ins: &mut [Option<DType>], outs: &mut [Option<DType>]) -> Result<()> {
+fn infer_type_norm(
+    call: &OpCall,
+    ins: &mut [Option<DType>],
+    outs: &mut [Option<DType>],
+) -> Result<()> {
     let op = call.name();
     let Some(t) = ins[0] else { return Ok(()) };
     float_only(op, "data", t)?;
@@ -354,11 +376,15 @@ fn parse_bn(a: &Attrs) -> Result<BnParam> {
         // cudnn_off only selects a GPU implementation; accepted on CPU.
     }
     if p.has("min_calib_range") || p.has("max_calib_range") {
-        return Err(Error::Param("BatchNorm: min_calib_range/max_calib_range (quantisation) are not supported".into()));
+        return Err(Error::Param(
+            "BatchNorm: min_calib_range/max_calib_range (quantisation) are not supported".into(),
+        ));
     }
     let eps = p.f64("eps", 1e-3)?;
     if !(eps > 0.0) {
-        return Err(Error::Param(format!("BatchNorm: eps must be positive, got {eps}")));
+        return Err(Error::Param(format!(
+            "BatchNorm: eps must be positive, got {eps}"
+        )));
     }
     Ok(BnParam {
         eps,
@@ -380,16 +406,28 @@ fn bn_attrs(p: &BnParam) -> Vec<(&'static str, String)> {
     ]
 }
 
-fn bn_infer_shape(call: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+fn bn_infer_shape(
+    call: &OpCall,
+    ins: &mut [Option<Shape>],
+    outs: &mut [Option<Shape>],
+) -> Result<()> {
     let op = call.name();
     let p = call.p::<BnParam>();
-    let Some(d) = ins[0].clone() else { return Ok(()) };
+    let Some(d) = ins[0].clone() else {
+        return Ok(());
+    };
     if d.is_empty() {
-        return Err(Error::Shape(format!("{op}: data must have at least 1 dimension, got shape {}", fmt_shape(&d))));
+        return Err(Error::Shape(format!(
+            "{op}: data must have at least 1 dimension, got shape {}",
+            fmt_shape(&d)
+        )));
     }
     let ax = norm_axis(op, p.axis, d.len())?;
     let c: Shape = vec![d[ax]];
-    for (k, name) in ["gamma", "beta", "moving_mean", "moving_var"].iter().enumerate() {
+    for (k, name) in ["gamma", "beta", "moving_mean", "moving_var"]
+        .iter()
+        .enumerate()
+    {
         check_param_shape(op, name, &ins[k + 1], &c)?;
         ins[k + 1] = Some(c.clone());
     }
@@ -406,7 +444,11 @@ fn bn_kernel(call: &OpCall, i: &[Blob], o: &[Blob], k: &KernelCtx) -> Result<()>
     let ax = norm_axis("BatchNorm", p.axis, x.ndim())?;
     let l = Lay::from_axis(&x.shape, ax, Mode::PerC);
     let c = l.c;
-    let gamma = if p.fix_gamma { vec![1f64; c] } else { to_f64_vec(&i[1]) };
+    let gamma = if p.fix_gamma {
+        vec![1f64; c]
+    } else {
+        to_f64_vec(&i[1])
+    };
     let beta = to_f64_vec(&i[2]);
     let batch = k.is_train && !p.use_global_stats;
     let (mean, var) = if batch {
@@ -466,7 +508,13 @@ pub static BATCH_NORM_GRAD: OpDef = OpDef {
     num_outputs: |_| 3,
     parse: |a| Ok(Box::new(parse_bn(a)?) as Params),
     infer_shape: |call, ins, outs| {
-        let mut v = [ins[1].clone(), ins[2].clone(), None, ins[3].clone(), ins[4].clone()];
+        let mut v = [
+            ins[1].clone(),
+            ins[2].clone(),
+            None,
+            ins[3].clone(),
+            ins[4].clone(),
+        ];
         let mut o1 = [None];
         bn_infer_shape(call, &mut v, &mut o1)?;
         if let (Some(g), Some(d)) = (&ins[0], &v[0]) {
@@ -494,7 +542,11 @@ pub static BATCH_NORM_GRAD: OpDef = OpDef {
         let (g, x) = (&i[0], &i[1]);
         let ax = norm_axis("BatchNorm", p.axis, x.ndim())?;
         let l = Lay::from_axis(&x.shape, ax, Mode::PerC);
-        let gamma = if p.fix_gamma { vec![1f64; l.c] } else { to_f64_vec(&i[2]) };
+        let gamma = if p.fix_gamma {
+            vec![1f64; l.c]
+        } else {
+            to_f64_vec(&i[2])
+        };
         let batch = k.is_train && !p.use_global_stats;
         let (mean, var) = if batch {
             crate::dispatch_float!(x.dtype, T => mean_var(&l, x.data::<T>()))
@@ -548,18 +600,32 @@ fn parse_norm(a: &Attrs, kind: Kind) -> Result<NormParam> {
     };
     let eps = p.f64("eps", eps_def)?;
     if !(eps >= 0.0) {
-        return Err(Error::Param(format!("{op}: eps must be non-negative, got {eps}")));
+        return Err(Error::Param(format!(
+            "{op}: eps must be non-negative, got {eps}"
+        )));
     }
-    let num_groups = if kind == Kind::Group { p.usize("num_groups", 1)? } else { 1 };
+    let num_groups = if kind == Kind::Group {
+        p.usize("num_groups", 1)?
+    } else {
+        1
+    };
     if num_groups == 0 {
         return Err(Error::Param(format!("{op}: num_groups must be positive")));
     }
     Ok(NormParam {
         kind,
-        axis: if kind == Kind::Layer { p.i64("axis", axis_def)? } else { axis_def },
+        axis: if kind == Kind::Layer {
+            p.i64("axis", axis_def)?
+        } else {
+            axis_def
+        },
         eps,
         num_groups,
-        output_mean_var: if kind == Kind::Instance { false } else { p.bool("output_mean_var", false)? },
+        output_mean_var: if kind == Kind::Instance {
+            false
+        } else {
+            p.bool("output_mean_var", false)?
+        },
     })
 }
 
@@ -582,7 +648,9 @@ fn norm_layout(op: &str, p: &NormParam, d: &[usize]) -> Result<(Lay, usize, bool
     match p.kind {
         Kind::Layer => {
             if d.is_empty() {
-                return Err(Error::Shape(format!("{op}: data must have at least 1 dimension")));
+                return Err(Error::Shape(format!(
+                    "{op}: data must have at least 1 dimension"
+                )));
             }
             let ax = norm_axis(op, p.axis, d.len())?;
             Ok((Lay::from_axis(d, ax, Mode::PerOI), d[ax], false))
@@ -610,10 +678,16 @@ fn norm_layout(op: &str, p: &NormParam, d: &[usize]) -> Result<(Lay, usize, bool
     }
 }
 
-fn norm_infer_shape(call: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+fn norm_infer_shape(
+    call: &OpCall,
+    ins: &mut [Option<Shape>],
+    outs: &mut [Option<Shape>],
+) -> Result<()> {
     let op = call.name();
     let p = call.p::<NormParam>();
-    let Some(d) = ins[0].clone() else { return Ok(()) };
+    let Some(d) = ins[0].clone() else {
+        return Ok(());
+    };
     let (_, naff, _) = norm_layout(op, p, &d)?;
     let ps: Shape = vec![naff];
     check_param_shape(op, "gamma", &ins[1], &ps)?;
@@ -654,7 +728,13 @@ fn norm_kernel(call: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<(
     Ok(())
 }
 
-fn norm_grad(c: &OpCall, b: B, x: &[Entry], _: &[Entry], g: &[Entry]) -> Result<Vec<Option<Entry>>> {
+fn norm_grad(
+    c: &OpCall,
+    b: B,
+    x: &[Entry],
+    _: &[Entry],
+    g: &[Entry],
+) -> Result<Vec<Option<Entry>>> {
     let p = c.p::<NormParam>();
     let r = b.op("_norm_grad", &norm_attrs(p), &[g[0], x[0], x[1]])?;
     Ok(vec![Some(r[0]), Some(r[1]), Some(r[2])])
@@ -666,7 +746,13 @@ macro_rules! norm_op {
             name: $name,
             doc: $doc,
             inputs: &["data", "gamma", "beta"],
-            num_outputs: |c| if c.p::<NormParam>().output_mean_var { 3 } else { 1 },
+            num_outputs: |c| {
+                if c.p::<NormParam>().output_mean_var {
+                    3
+                } else {
+                    1
+                }
+            },
             parse: |a| Ok(Box::new(parse_norm(a, $kind)?) as Params),
             infer_shape: norm_infer_shape,
             infer_type: infer_type_norm,
@@ -677,12 +763,20 @@ macro_rules! norm_op {
     };
 }
 
-norm_op!(LAYER_NORM, "LayerNorm", Kind::Layer,
+norm_op!(
+    LAYER_NORM,
+    "LayerNorm",
+    Kind::Layer,
     "Layer normalisation along `axis` (default -1): (x - mean) / sqrt(var + eps) * gamma + beta; \
-     output_mean_var also returns the mean and the standard deviation.");
-norm_op!(INSTANCE_NORM, "InstanceNorm", Kind::Instance,
+     output_mean_var also returns the mean and the standard deviation."
+);
+norm_op!(
+    INSTANCE_NORM,
+    "InstanceNorm",
+    Kind::Instance,
     "Instance normalisation: each (sample, channel) of data (N, C, ...) is normalised over its \
-     spatial axes, then scaled by gamma[c] and shifted by beta[c].");
+     spatial axes, then scaled by gamma[c] and shifted by beta[c]."
+);
 norm_op!(GROUP_NORM, "GroupNorm", Kind::Group,
     "Group normalisation: the channels of data (N, C, ...) are split into num_groups groups, each \
      normalised over its channels and spatial axes; gamma and beta have shape (num_groups,) as in \
@@ -696,7 +790,11 @@ pub static NORM_GRAD: OpDef = OpDef {
     inputs: &["ograd", "data", "gamma"],
     num_outputs: |_| 3,
     parse: |a| {
-        let kind = match a.p("_norm_grad").choice("kind", "layer", &["layer", "instance", "group"])?.as_str() {
+        let kind = match a
+            .p("_norm_grad")
+            .choice("kind", "layer", &["layer", "instance", "group"])?
+            .as_str()
+        {
             "layer" => Kind::Layer,
             "instance" => Kind::Instance,
             _ => Kind::Group,
@@ -727,7 +825,8 @@ pub static NORM_GRAD: OpDef = OpDef {
         let gamma = to_f64_vec(&i[2]);
         let (mean, var) = crate::dispatch_float!(x.dtype, T => mean_var(&l, x.data::<T>()));
         let rstd: Vec<f64> = var.iter().map(|v| 1.0 / (v + p.eps).sqrt()).collect();
-        let (dg, db) = affine_backward(&l, g, x, &o[0], &mean, &rstd, &gamma, naff, per_group, true);
+        let (dg, db) =
+            affine_backward(&l, g, x, &o[0], &mean, &rstd, &gamma, naff, per_group, true);
         write_f64(&o[1], &dg);
         write_f64(&o[2], &db);
         Ok(())
@@ -755,9 +854,24 @@ fn l2_layout(op: &str, mode: &str, d: &[usize]) -> Result<Lay> {
     }
     let rest = |from: usize| d[from..].iter().product::<usize>();
     Ok(match mode {
-        "instance" => Lay { o: d[0], c: 1, i: rest(1), mode: Mode::PerOC },
-        "channel" => Lay { o: d[0], c: d[1], i: rest(2), mode: Mode::PerOI },
-        _ => Lay { o: d[0] * d[1], c: 1, i: rest(2), mode: Mode::PerOC },
+        "instance" => Lay {
+            o: d[0],
+            c: 1,
+            i: rest(1),
+            mode: Mode::PerOC,
+        },
+        "channel" => Lay {
+            o: d[0],
+            c: d[1],
+            i: rest(2),
+            mode: Mode::PerOI,
+        },
+        _ => Lay {
+            o: d[0] * d[1],
+            c: 1,
+            i: rest(2),
+            mode: Mode::PerOC,
+        },
     })
 }
 
@@ -813,7 +927,11 @@ pub static L2_NORMALIZATION: OpDef = OpDef {
         Ok(())
     }),
     grad: Some(|c, b, x, _, g| {
-        let r = b.op1("_l2_normalization_grad", &l2_attrs(c.p::<L2Param>()), &[g[0], x[0]])?;
+        let r = b.op1(
+            "_l2_normalization_grad",
+            &l2_attrs(c.p::<L2Param>()),
+            &[g[0], x[0]],
+        )?;
         Ok(vec![Some(r)])
     }),
     ..OpDef::BASE
@@ -861,7 +979,9 @@ fn parse_lrn(a: &Attrs) -> Result<Params> {
     let p = a.p("LRN");
     let nsize = p.i64_req("nsize")?;
     if nsize <= 0 {
-        return Err(Error::Param(format!("LRN: nsize must be positive, got {nsize}")));
+        return Err(Error::Param(format!(
+            "LRN: nsize must be positive, got {nsize}"
+        )));
     }
     Ok(Box::new(LrnParam {
         alpha: p.f64("alpha", 1e-4)?,
@@ -947,7 +1067,11 @@ pub static LRN: OpDef = OpDef {
         Ok(())
     }),
     grad: Some(|c, b, x, _, g| {
-        Ok(vec![Some(b.op1("_lrn_grad", &lrn_attrs(c.p::<LrnParam>()), &[g[0], x[0]])?)])
+        Ok(vec![Some(b.op1(
+            "_lrn_grad",
+            &lrn_attrs(c.p::<LrnParam>()),
+            &[g[0], x[0]],
+        )?)])
     }),
     ..OpDef::BASE
 };
@@ -1015,14 +1139,24 @@ fn parse_dropout(a: &Attrs) -> Result<Params> {
     if q.bool("cudnn_off", false)? {
         // selects a GPU implementation only
     }
-    Ok(Box::new(DropoutParam { p, always: mode == "always", axes: q.ints_or("axes", &[])? }))
+    Ok(Box::new(DropoutParam {
+        p,
+        always: mode == "always",
+        axes: q.ints_or("axes", &[])?,
+    }))
 }
 
 fn dropout_attrs(p: &DropoutParam) -> Vec<(&'static str, String)> {
-    let axes = format!("({})", p.axes.iter().map(|a| format!("{a},")).collect::<String>());
+    let axes = format!(
+        "({})",
+        p.axes.iter().map(|a| format!("{a},")).collect::<String>()
+    );
     vec![
         ("p", fmt_f64(p.p)),
-        ("mode", if p.always { "always" } else { "training" }.to_string()),
+        (
+            "mode",
+            if p.always { "always" } else { "training" }.to_string(),
+        ),
         ("axes", axes),
     ]
 }
@@ -1042,7 +1176,8 @@ const DROP_BLOCK: usize = 4096;
 /// Keep-mask bits (1 = keep), drawn block by block from the context RNG.
 fn draw_mask(ctx: crate::Context, n: usize, keep: f64) -> Vec<u8> {
     let nblocks = n.div_ceil(DROP_BLOCK);
-    let mut gens: Vec<crate::random::Rng> = with_rng(ctx, |r| (0..nblocks).map(|b| r.fork(b as u64)).collect());
+    let mut gens: Vec<crate::random::Rng> =
+        with_rng(ctx, |r| (0..nblocks).map(|b| r.fork(b as u64)).collect());
     let mut m = vec![0u8; n];
     let fill = |g: &mut crate::random::Rng, c: &mut [u8]| {
         for v in c.iter_mut() {
@@ -1050,7 +1185,9 @@ fn draw_mask(ctx: crate::Context, n: usize, keep: f64) -> Vec<u8> {
         }
     };
     if nblocks > 2 {
-        crate::par::par_chunks_mut2(&mut m, DROP_BLOCK, &mut gens, 1, |_, c, g| fill(&mut g[0], c));
+        crate::par::par_chunks_mut2(&mut m, DROP_BLOCK, &mut gens, 1, |_, c, g| {
+            fill(&mut g[0], c)
+        });
     } else {
         for (c, g) in m.chunks_mut(DROP_BLOCK).zip(gens.iter_mut()) {
             fill(g, c);
@@ -1069,7 +1206,12 @@ fn mask_index(shape: &[usize], mshape: &[usize]) -> Option<Vec<usize>> {
     let mut idx = vec![0usize; n];
     let mut coord = vec![0usize; shape.len()];
     for v in idx.iter_mut() {
-        *v = coord.iter().zip(mshape).zip(&st).map(|((c, m), s)| if *m == 1 { 0 } else { c * s }).sum();
+        *v = coord
+            .iter()
+            .zip(mshape)
+            .zip(&st)
+            .map(|((c, m), s)| if *m == 1 { 0 } else { c * s })
+            .sum();
         for d in (0..shape.len()).rev() {
             coord[d] += 1;
             if coord[d] < shape[d] {
@@ -1119,7 +1261,8 @@ fn dropout_kernel(call: &OpCall, i: &[Blob], o: &[Blob], k: &KernelCtx) -> Resul
 
 pub static DROPOUT: OpDef = OpDef {
     name: "Dropout",
-    doc: "In training (autograd.record) or with mode='always', zeroes each element with probability \
+    doc:
+        "In training (autograd.record) or with mode='always', zeroes each element with probability \
           p and scales the rest by 1/(1-p); `axes` share one mask along those axes. Identity \
           otherwise. Reproducible after mx.random.seed.",
     parse: parse_dropout,
@@ -1139,7 +1282,11 @@ pub static DROPOUT: OpDef = OpDef {
     },
     cpu: Some(dropout_kernel),
     grad: Some(|c, b, x, y, g| {
-        Ok(vec![Some(b.op1("_dropout_grad", &dropout_attrs(c.p::<DropoutParam>()), &[g[0], x[0], y[0]])?)])
+        Ok(vec![Some(b.op1(
+            "_dropout_grad",
+            &dropout_attrs(c.p::<DropoutParam>()),
+            &[g[0], x[0], y[0]],
+        )?)])
     }),
     resources: &[Resource::Rng],
     ..OpDef::BASE
@@ -1174,7 +1321,11 @@ pub static DROPOUT_GRAD: OpDef = OpDef {
     }),
     grad: Some(|c, b, x, _, g| {
         // Linear in ograd with the same mask.
-        let r = b.op1("_dropout_grad", &dropout_attrs(c.p::<DropoutParam>()), &[g[0], x[1], x[2]])?;
+        let r = b.op1(
+            "_dropout_grad",
+            &dropout_attrs(c.p::<DropoutParam>()),
+            &[g[0], x[1], x[2]],
+        )?;
         Ok(vec![Some(r), None, None])
     }),
     ..OpDef::BASE
@@ -1211,12 +1362,22 @@ mod tests {
         let (g, b) = (arr(&[2., 1.], &[2]), arr(&[0., 1.], &[2]));
         let (mm, mv) = (arr(&[1., 0.], &[2]), arr(&[4., 1.], &[2]));
         let attrs = [("fix_gamma", "False"), ("eps", "0.0001")];
-        let y = call("BatchNorm", &attrs, &[x.clone(), g.clone(), b.clone(), mm.clone(), mv.clone()]).unwrap();
+        let y = call(
+            "BatchNorm",
+            &attrs,
+            &[x.clone(), g.clone(), b.clone(), mm.clone(), mv.clone()],
+        )
+        .unwrap();
         let want0 = (1.0 - 1.0) / (4.0f64 + 1e-4).sqrt() * 2.0;
         assert!((v(&y[0])[0] - want0).abs() < 1e-12);
         assert_eq!(v(&mm), vec![1., 0.]);
         let prev = crate::autograd::set_training(true);
-        let _ = call("BatchNorm", &[("momentum", "0.5")], &[x, g, b, mm.clone(), mv.clone()]).unwrap();
+        let _ = call(
+            "BatchNorm",
+            &[("momentum", "0.5")],
+            &[x, g, b, mm.clone(), mv.clone()],
+        )
+        .unwrap();
         crate::autograd::set_training(prev);
         // batch mean of channel 0 = 3.5, var = 4.25; channel 1: 5.5, 4.25
         assert_eq!(v(&mm), vec![0.5 * 1.0 + 0.5 * 3.5, 0.5 * 5.5]);
@@ -1228,14 +1389,28 @@ mod tests {
         let x = arr(&vals(6, 1), &[2, 3]);
         let bad = arr(&[1., 1.], &[2]);
         let one = arr(&[1., 1., 1.], &[3]);
-        let e = call("BatchNorm", &[], &[x, bad, one.clone(), one.clone(), one]).err().unwrap().message();
-        assert!(e.contains("BatchNorm") && e.contains("gamma") && e.contains("(2,)") && e.contains("(3,)"), "{e}");
+        let e = call("BatchNorm", &[], &[x, bad, one.clone(), one.clone(), one])
+            .err()
+            .unwrap()
+            .message();
+        assert!(
+            e.contains("BatchNorm")
+                && e.contains("gamma")
+                && e.contains("(2,)")
+                && e.contains("(3,)"),
+            "{e}"
+        );
     }
 
     #[test]
     fn layer_instance_group_norm_values() {
         let x = arr(&[1., 3., 2., 6.], &[2, 2]);
-        let y = call("LayerNorm", &[("eps", "0")], &[x, arr(&[1., 1.], &[2]), arr(&[0., 0.], &[2])]).unwrap();
+        let y = call(
+            "LayerNorm",
+            &[("eps", "0")],
+            &[x, arr(&[1., 1.], &[2]), arr(&[0., 0.], &[2])],
+        )
+        .unwrap();
         for (a, b) in v(&y[0]).iter().zip([-1., 1., -1., 1.]) {
             assert!((a - b).abs() < 1e-12);
         }
@@ -1243,8 +1418,18 @@ mod tests {
         let d = vals(2 * 4 * 3, 7);
         let x = arr(&d, &[2, 4, 3]);
         let (g, b) = (arr(&[1., 2., 3., 4.], &[4]), arr(&[0., 1., 0., 1.], &[4]));
-        let a = call("InstanceNorm", &[("eps", "0.001")], &[x.clone(), g.clone(), b.clone()]).unwrap();
-        let c = call("GroupNorm", &[("num_groups", "4"), ("eps", "0.001")], &[x, g, b]).unwrap();
+        let a = call(
+            "InstanceNorm",
+            &[("eps", "0.001")],
+            &[x.clone(), g.clone(), b.clone()],
+        )
+        .unwrap();
+        let c = call(
+            "GroupNorm",
+            &[("num_groups", "4"), ("eps", "0.001")],
+            &[x, g, b],
+        )
+        .unwrap();
         for (p, q) in v(&a[0]).iter().zip(v(&c[0])) {
             assert!((p - q).abs() < 1e-12);
         }
@@ -1253,28 +1438,96 @@ mod tests {
     #[test]
     fn norm_gradients() {
         let d = vals(12, 3);
-        check_grad("LayerNorm", &[], &[(d.clone(), vec![2, 3, 2]), (vec![1.5, 0.5], vec![2]), (vec![0.1, -0.2], vec![2])], &[0, 1, 2]);
-        check_grad("LayerNorm", &[("axis", "1")], &[(d.clone(), vec![2, 3, 2]), (vec![1.5, 0.5, 1.], vec![3]), (vec![0.1, -0.2, 0.], vec![3])], &[0, 1, 2]);
-        check_grad("InstanceNorm", &[], &[(d.clone(), vec![2, 2, 3]), (vec![1.5, 0.5], vec![2]), (vec![0.1, -0.2], vec![2])], &[0, 1, 2]);
-        check_grad("GroupNorm", &[("num_groups", "2")], &[(d.clone(), vec![1, 4, 3]), (vec![1.5, 0.5], vec![2]), (vec![0.1, -0.2], vec![2])], &[0, 1, 2]);
+        check_grad(
+            "LayerNorm",
+            &[],
+            &[
+                (d.clone(), vec![2, 3, 2]),
+                (vec![1.5, 0.5], vec![2]),
+                (vec![0.1, -0.2], vec![2]),
+            ],
+            &[0, 1, 2],
+        );
+        check_grad(
+            "LayerNorm",
+            &[("axis", "1")],
+            &[
+                (d.clone(), vec![2, 3, 2]),
+                (vec![1.5, 0.5, 1.], vec![3]),
+                (vec![0.1, -0.2, 0.], vec![3]),
+            ],
+            &[0, 1, 2],
+        );
+        check_grad(
+            "InstanceNorm",
+            &[],
+            &[
+                (d.clone(), vec![2, 2, 3]),
+                (vec![1.5, 0.5], vec![2]),
+                (vec![0.1, -0.2], vec![2]),
+            ],
+            &[0, 1, 2],
+        );
+        check_grad(
+            "GroupNorm",
+            &[("num_groups", "2")],
+            &[
+                (d.clone(), vec![1, 4, 3]),
+                (vec![1.5, 0.5], vec![2]),
+                (vec![0.1, -0.2], vec![2]),
+            ],
+            &[0, 1, 2],
+        );
         for mode in ["instance", "channel", "spatial"] {
-            check_grad("L2Normalization", &[("mode", mode)], &[(d.clone(), vec![2, 3, 2])], &[0]);
+            check_grad(
+                "L2Normalization",
+                &[("mode", mode)],
+                &[(d.clone(), vec![2, 3, 2])],
+                &[0],
+            );
         }
-        check_grad("LRN", &[("nsize", "3"), ("alpha", "0.5")], &[(d.clone(), vec![1, 4, 3])], &[0]);
+        check_grad(
+            "LRN",
+            &[("nsize", "3"), ("alpha", "0.5")],
+            &[(d.clone(), vec![1, 4, 3])],
+            &[0],
+        );
         let stats = (vec![0.1, -0.3], vec![2]);
         let var = (vec![0.5, 1.5], vec![2]);
-        check_grad("BatchNorm", &[("fix_gamma", "False")], &[(d, vec![3, 2, 2]), (vec![1.5, 0.5], vec![2]), (vec![0.1, -0.2], vec![2]), stats, var], &[0, 1, 2]);
+        check_grad(
+            "BatchNorm",
+            &[("fix_gamma", "False")],
+            &[
+                (d, vec![3, 2, 2]),
+                (vec![1.5, 0.5], vec![2]),
+                (vec![0.1, -0.2], vec![2]),
+                stats,
+                var,
+            ],
+            &[0, 1, 2],
+        );
     }
 
     #[test]
     fn dropout_modes() {
         let x = arr(&vec![1.0; 1000], &[10, 100]);
-        assert_eq!(v(&call("Dropout", &[], &[x.clone()]).unwrap()[0]), vec![1.0; 1000]);
+        assert_eq!(
+            v(&call("Dropout", &[], &[x.clone()]).unwrap()[0]),
+            vec![1.0; 1000]
+        );
         let y = v(&call("Dropout", &[("p", "0.25"), ("mode", "always")], &[x]).unwrap()[0]);
         let kept = y.iter().filter(|&&a| a != 0.0).count();
         assert!((650..850).contains(&kept), "{kept}");
-        assert!(y.iter().all(|&a| a == 0.0 || (a - 1.0 / 0.75).abs() < 1e-12));
-        let e = call("Dropout", &[("p", "1.5")], &[arr(&[1.], &[1])]).err().unwrap().message();
-        assert!(e.contains("Dropout") && e.contains("p must be in [0, 1]"), "{e}");
+        assert!(y
+            .iter()
+            .all(|&a| a == 0.0 || (a - 1.0 / 0.75).abs() < 1e-12));
+        let e = call("Dropout", &[("p", "1.5")], &[arr(&[1.], &[1])])
+            .err()
+            .unwrap()
+            .message();
+        assert!(
+            e.contains("Dropout") && e.contains("p must be in [0, 1]"),
+            "{e}"
+        );
     }
 }

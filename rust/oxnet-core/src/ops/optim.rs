@@ -125,7 +125,9 @@ fn run_rule(call: &OpCall, i: &[Blob], o: &[Blob], rule: Rule) -> Result<()> {
         }
     };
     if n >= 2 * PAR_GRAIN {
-        crate::par::par_for(n.div_ceil(PAR_GRAIN), &|c| chunk(c * PAR_GRAIN, ((c + 1) * PAR_GRAIN).min(n)));
+        crate::par::par_for(n.div_ceil(PAR_GRAIN), &|c| {
+            chunk(c * PAR_GRAIN, ((c + 1) * PAR_GRAIN).min(n))
+        });
     } else {
         chunk(0, n);
     }
@@ -134,7 +136,12 @@ fn run_rule(call: &OpCall, i: &[Blob], o: &[Blob], rule: Rule) -> Result<()> {
 
 /// weight and grad share a dtype; states default to it, except `f32_states`
 /// (the float32 master weight and momentum of the mixed-precision updates).
-fn infer_type_opt(call: &OpCall, ins: &mut [Option<DType>], outs: &mut [Option<DType>], f32_from: usize) -> Result<()> {
+fn infer_type_opt(
+    call: &OpCall,
+    ins: &mut [Option<DType>],
+    outs: &mut [Option<DType>],
+    f32_from: usize,
+) -> Result<()> {
     let op = call.name();
     let names = call.def.inputs;
     let Some(w) = ins[0] else { return Ok(()) };
@@ -154,7 +161,10 @@ fn infer_type_opt(call: &OpCall, ins: &mut [Option<DType>], outs: &mut [Option<D
         }
     }
     if !w.is_float() {
-        return Err(Error::DType(format!("{op}: weight has dtype {}, expected a float dtype", w.name())));
+        return Err(Error::DType(format!(
+            "{op}: weight has dtype {}, expected a float dtype",
+            w.name()
+        )));
     }
     outs[0] = Some(w);
     Ok(())
@@ -183,103 +193,113 @@ opt_op!(SGD, "sgd_update", [], ["weight", "grad"], mutates: &[], f32_from: 9, ep
     |p, v| (1.0 - p.lr * p.wd) * v[0] - p.lr * clip(p.rescale * v[1], p.clip));
 
 opt_op!(SGD_MOM, "sgd_mom_update", [], ["weight", "grad", "mom"], mutates: &[2], f32_from: 9, eps: 1e-8,
-    "mom = momentum * mom - lr * wd * weight - lr * clip(rescale_grad * grad, clip_gradient); weight += mom.",
-    |p, v| {
-        v[2] = p.momentum * v[2] - p.lr * p.wd * v[0] - p.lr * clip(p.rescale * v[1], p.clip);
-        v[0] + v[2]
-    });
+"mom = momentum * mom - lr * wd * weight - lr * clip(rescale_grad * grad, clip_gradient); weight += mom.",
+|p, v| {
+    v[2] = p.momentum * v[2] - p.lr * p.wd * v[0] - p.lr * clip(p.rescale * v[1], p.clip);
+    v[0] + v[2]
+});
 
 opt_op!(MP_SGD, "mp_sgd_update", [], ["weight", "grad", "weight32"], mutates: &[2], f32_from: 2, eps: 1e-8,
-    "Mixed precision sgd_update: the float32 master weight32 is updated in place and weight = weight32 cast.",
-    |p, v| {
-        v[2] = (1.0 - p.lr * p.wd) * v[2] - p.lr * clip(p.rescale * v[1], p.clip);
-        v[2]
-    });
+"Mixed precision sgd_update: the float32 master weight32 is updated in place and weight = weight32 cast.",
+|p, v| {
+    v[2] = (1.0 - p.lr * p.wd) * v[2] - p.lr * clip(p.rescale * v[1], p.clip);
+    v[2]
+});
 
 opt_op!(MP_SGD_MOM, "mp_sgd_mom_update", [], ["weight", "grad", "mom", "weight32"], mutates: &[2, 3], f32_from: 2, eps: 1e-8,
-    "Mixed precision sgd_mom_update with float32 mom and master weight32.",
-    |p, v| {
-        v[2] = p.momentum * v[2] - p.lr * p.wd * v[3] - p.lr * clip(p.rescale * v[1], p.clip);
-        v[3] += v[2];
-        v[3]
-    });
+"Mixed precision sgd_mom_update with float32 mom and master weight32.",
+|p, v| {
+    v[2] = p.momentum * v[2] - p.lr * p.wd * v[3] - p.lr * clip(p.rescale * v[1], p.clip);
+    v[3] += v[2];
+    v[3]
+});
 
 opt_op!(NAG_MOM, "nag_mom_update", [], ["weight", "grad", "mom"], mutates: &[2], f32_from: 9, eps: 1e-8,
-    "Nesterov momentum: g = clip(rescale_grad * grad) + wd * weight; mom = momentum * mom + g; \
-     weight -= lr * (g + momentum * mom).",
-    |p, v| {
-        let g = clip(p.rescale * v[1], p.clip) + p.wd * v[0];
-        v[2] = p.momentum * v[2] + g;
-        v[0] - p.lr * (g + p.momentum * v[2])
-    });
+"Nesterov momentum: g = clip(rescale_grad * grad) + wd * weight; mom = momentum * mom + g; \
+ weight -= lr * (g + momentum * mom).",
+|p, v| {
+    let g = clip(p.rescale * v[1], p.clip) + p.wd * v[0];
+    v[2] = p.momentum * v[2] + g;
+    v[0] - p.lr * (g + p.momentum * v[2])
+});
 
 opt_op!(ADAM, "adam_update", [], ["weight", "grad", "mean", "var"], mutates: &[2, 3], f32_from: 9, eps: 1e-8,
-    "g = clip(rescale_grad * grad + wd * weight); mean = beta1 * mean + (1 - beta1) * g; \
-     var = beta2 * var + (1 - beta2) * g^2; weight -= lr * mean / (sqrt(var) + epsilon).",
-    |p, v| {
-        let g = clip(p.rescale * v[1] + p.wd * v[0], p.clip);
-        v[2] = p.beta1 * v[2] + (1.0 - p.beta1) * g;
-        v[3] = p.beta2 * v[3] + (1.0 - p.beta2) * g * g;
-        v[0] - p.lr * v[2] / (v[3].sqrt() + p.epsilon)
-    });
+"g = clip(rescale_grad * grad + wd * weight); mean = beta1 * mean + (1 - beta1) * g; \
+ var = beta2 * var + (1 - beta2) * g^2; weight -= lr * mean / (sqrt(var) + epsilon).",
+|p, v| {
+    let g = clip(p.rescale * v[1] + p.wd * v[0], p.clip);
+    v[2] = p.beta1 * v[2] + (1.0 - p.beta1) * g;
+    v[3] = p.beta2 * v[3] + (1.0 - p.beta2) * g * g;
+    v[0] - p.lr * v[2] / (v[3].sqrt() + p.epsilon)
+});
 
 opt_op!(RMSPROP, "rmsprop_update", [], ["weight", "grad", "n"], mutates: &[2], f32_from: 9, eps: 1e-8,
-    "g = clip(rescale_grad * grad + wd * weight); n = (1 - gamma1) * g^2 + gamma1 * n; \
-     weight -= lr * g / sqrt(n + epsilon), clipped to clip_weights when >= 0.",
-    |p, v| {
-        let g = clip(p.rescale * v[1] + p.wd * v[0], p.clip);
-        v[2] = (1.0 - p.gamma1) * g * g + p.gamma1 * v[2];
-        clip(v[0] - p.lr * g / (v[2] + p.epsilon).sqrt(), p.clip_weights)
-    });
+"g = clip(rescale_grad * grad + wd * weight); n = (1 - gamma1) * g^2 + gamma1 * n; \
+ weight -= lr * g / sqrt(n + epsilon), clipped to clip_weights when >= 0.",
+|p, v| {
+    let g = clip(p.rescale * v[1] + p.wd * v[0], p.clip);
+    v[2] = (1.0 - p.gamma1) * g * g + p.gamma1 * v[2];
+    clip(v[0] - p.lr * g / (v[2] + p.epsilon).sqrt(), p.clip_weights)
+});
 
 opt_op!(RMSPROP_ALEX, "rmspropalex_update", [], ["weight", "grad", "n", "g", "delta"], mutates: &[2, 3, 4], f32_from: 9, eps: 1e-8,
-    "Centered RMSProp (Graves): n = (1-gamma1) g^2 + gamma1 n; g_avg = (1-gamma1) g + gamma1 g_avg; \
-     delta = gamma2 delta - lr g / sqrt(n - g_avg^2 + epsilon); weight += delta (clip_weights when >= 0).",
-    |p, v| {
-        let g = clip(p.rescale * v[1] + p.wd * v[0], p.clip);
-        v[2] = (1.0 - p.gamma1) * g * g + p.gamma1 * v[2];
-        v[3] = (1.0 - p.gamma1) * g + p.gamma1 * v[3];
-        v[4] = p.gamma2 * v[4] - p.lr * g / (v[2] - v[3] * v[3] + p.epsilon).sqrt();
-        clip(v[0] + v[4], p.clip_weights)
-    });
+"Centered RMSProp (Graves): n = (1-gamma1) g^2 + gamma1 n; g_avg = (1-gamma1) g + gamma1 g_avg; \
+ delta = gamma2 delta - lr g / sqrt(n - g_avg^2 + epsilon); weight += delta (clip_weights when >= 0).",
+|p, v| {
+    let g = clip(p.rescale * v[1] + p.wd * v[0], p.clip);
+    v[2] = (1.0 - p.gamma1) * g * g + p.gamma1 * v[2];
+    v[3] = (1.0 - p.gamma1) * g + p.gamma1 * v[3];
+    v[4] = p.gamma2 * v[4] - p.lr * g / (v[2] - v[3] * v[3] + p.epsilon).sqrt();
+    clip(v[0] + v[4], p.clip_weights)
+});
 
 opt_op!(FTRL, "ftrl_update", [], ["weight", "grad", "z", "n"], mutates: &[2, 3], f32_from: 9, eps: 1e-8,
-    "FTRL-proximal: g = clip(rescale_grad * grad); z += g - (sqrt(n + g^2) - sqrt(n)) * weight / lr; \
-     n += g^2; weight = (sign(z) * lamda1 - z) / ((beta + sqrt(n)) / lr + wd) where |z| > lamda1, else 0.",
-    |p, v| {
-        let g = clip(p.rescale * v[1], p.clip);
-        v[2] += g - ((v[3] + g * g).sqrt() - v[3].sqrt()) * v[0] / p.lr;
-        v[3] += g * g;
-        if v[2].abs() > p.lamda1 {
-            (sign(v[2]) * p.lamda1 - v[2]) / ((p.beta + v[3].sqrt()) / p.lr + p.wd)
-        } else {
-            0.0
-        }
-    });
+"FTRL-proximal: g = clip(rescale_grad * grad); z += g - (sqrt(n + g^2) - sqrt(n)) * weight / lr; \
+ n += g^2; weight = (sign(z) * lamda1 - z) / ((beta + sqrt(n)) / lr + wd) where |z| > lamda1, else 0.",
+|p, v| {
+    let g = clip(p.rescale * v[1], p.clip);
+    v[2] += g - ((v[3] + g * g).sqrt() - v[3].sqrt()) * v[0] / p.lr;
+    v[3] += g * g;
+    if v[2].abs() > p.lamda1 {
+        (sign(v[2]) * p.lamda1 - v[2]) / ((p.beta + v[3].sqrt()) / p.lr + p.wd)
+    } else {
+        0.0
+    }
+});
 
 opt_op!(SIGNSGD, "signsgd_update", [], ["weight", "grad"], mutates: &[], f32_from: 9, eps: 1e-8,
     "weight = (1 - lr * wd) * weight - lr * sign(grad).",
     |p, v| (1.0 - p.lr * p.wd) * v[0] - p.lr * sign(v[1]));
 
 opt_op!(SIGNUM, "signum_update", [], ["weight", "grad", "mom"], mutates: &[2], f32_from: 9, eps: 1e-8,
-    "mom = momentum * mom - (1 - momentum) * (wd * weight + clip(rescale_grad * grad)); \
-     weight = (1 - lr * wd_lh) * weight + lr * sign(mom).",
-    |p, v| {
-        let g = clip(p.rescale * v[1], p.clip);
-        v[2] = p.momentum * v[2] - (1.0 - p.momentum) * p.wd * v[0] - (1.0 - p.momentum) * g;
-        (1.0 - p.lr * p.wd_lh) * v[0] + p.lr * sign(v[2])
-    });
+"mom = momentum * mom - (1 - momentum) * (wd * weight + clip(rescale_grad * grad)); \
+ weight = (1 - lr * wd_lh) * weight + lr * sign(mom).",
+|p, v| {
+    let g = clip(p.rescale * v[1], p.clip);
+    v[2] = p.momentum * v[2] - (1.0 - p.momentum) * p.wd * v[0] - (1.0 - p.momentum) * g;
+    (1.0 - p.lr * p.wd_lh) * v[0] + p.lr * sign(v[2])
+});
 
 opt_op!(ADAGRAD, "adagrad_update", ["_sparse_adagrad_update"], ["weight", "grad", "history"], mutates: &[2], f32_from: 9, eps: 1e-7,
-    "g = clip(rescale_grad * grad) + wd * weight; history += g^2; weight -= lr * g / (sqrt(history) + epsilon).",
-    |p, v| {
-        let g = clip(p.rescale * v[1], p.clip) + p.wd * v[0];
-        v[2] += g * g;
-        v[0] - p.lr * g / (v[2].sqrt() + p.epsilon)
-    });
+"g = clip(rescale_grad * grad) + wd * weight; history += g^2; weight -= lr * g / (sqrt(history) + epsilon).",
+|p, v| {
+    let g = clip(p.rescale * v[1], p.clip) + p.wd * v[0];
+    v[2] += g * g;
+    v[0] - p.lr * g / (v[2].sqrt() + p.epsilon)
+});
 
 pub static OPS: &[&OpDef] = &[
-    &SGD, &SGD_MOM, &MP_SGD, &MP_SGD_MOM, &NAG_MOM, &ADAM, &RMSPROP, &RMSPROP_ALEX, &FTRL, &SIGNSGD, &SIGNUM,
+    &SGD,
+    &SGD_MOM,
+    &MP_SGD,
+    &MP_SGD_MOM,
+    &NAG_MOM,
+    &ADAM,
+    &RMSPROP,
+    &RMSPROP_ALEX,
+    &FTRL,
+    &SIGNSGD,
+    &SIGNUM,
     &ADAGRAD,
 ];
 
@@ -295,8 +315,19 @@ mod tests {
         let (mut rw, mut rm) = ([1.0f64, -2.0], [0.0f64, 0.0]);
         for step in 0..3 {
             let g = [0.5 + step as f64, -1.5];
-            let attrs = [("lr", "0.1"), ("momentum", "0.9"), ("wd", "0.01"), ("clip_gradient", "1.0")];
-            call_into("sgd_mom_update", &attrs, &[w.clone(), arr(&g, &[2]), mom.clone()], &[w.clone()]).unwrap();
+            let attrs = [
+                ("lr", "0.1"),
+                ("momentum", "0.9"),
+                ("wd", "0.01"),
+                ("clip_gradient", "1.0"),
+            ];
+            call_into(
+                "sgd_mom_update",
+                &attrs,
+                &[w.clone(), arr(&g, &[2]), mom.clone()],
+                &[w.clone()],
+            )
+            .unwrap();
             for k in 0..2 {
                 rm[k] = 0.9 * rm[k] - 0.1 * 0.01 * rw[k] - 0.1 * g[k].clamp(-1.0, 1.0);
                 rw[k] += rm[k];
@@ -312,11 +343,20 @@ mod tests {
     fn adam_one_step_and_errors() {
         let w = arr(&[1.0], &[1]);
         let (m, v) = (arr(&[0.0], &[1]), arr(&[0.0], &[1]));
-        call_into("adam_update", &[("lr", "0.01")], &[w.clone(), arr(&[2.0], &[1]), m.clone(), v.clone()], &[w.clone()]).unwrap();
+        call_into(
+            "adam_update",
+            &[("lr", "0.01")],
+            &[w.clone(), arr(&[2.0], &[1]), m.clone(), v.clone()],
+            &[w.clone()],
+        )
+        .unwrap();
         let (mm, vv) = (0.1 * 2.0, 0.001 * 4.0f64);
         let want = 1.0 - 0.01 * mm / (vv.sqrt() + 1e-8);
         assert!((w.to_vec::<f64>().unwrap()[0] - want).abs() < 1e-12);
-        let e = call_into("sgd_update", &[], &[w.clone(), w.clone()], &[w.clone()]).err().unwrap().message();
+        let e = call_into("sgd_update", &[], &[w.clone(), w.clone()], &[w.clone()])
+            .err()
+            .unwrap()
+            .message();
         assert!(e.contains("sgd_update") && e.contains("'lr'"), "{e}");
     }
 }

@@ -18,7 +18,9 @@ const BLOCK: usize = 4096;
 /// Fill `out` block by block; `f(rng, block)` fills one block.
 fn fill_blocks<T: Send>(ctx: crate::Context, out: &mut [T], f: impl Fn(&mut Rng, &mut [T]) + Sync) {
     let nblocks = out.len().div_ceil(BLOCK);
-    let mut gens: Vec<Rng> = with_rng(ctx, |rng| (0..nblocks).map(|b| rng.fork(b as u64)).collect());
+    let mut gens: Vec<Rng> = with_rng(ctx, |rng| {
+        (0..nblocks).map(|b| rng.fork(b as u64)).collect()
+    });
     if nblocks > 2 {
         crate::par::par_chunks_mut2(out, BLOCK, &mut gens, 1, |_, c, g| f(&mut g[0], c));
     } else {
@@ -28,7 +30,13 @@ fn fill_blocks<T: Send>(ctx: crate::Context, out: &mut [T], f: impl Fn(&mut Rng,
     }
 }
 
-fn no_grad(_: &OpCall, _: &mut dyn GradBuilder, x: &[Entry], _: &[Entry], _: &[Entry]) -> Result<Vec<Option<Entry>>> {
+fn no_grad(
+    _: &OpCall,
+    _: &mut dyn GradBuilder,
+    x: &[Entry],
+    _: &[Entry],
+    _: &[Entry],
+) -> Result<Vec<Option<Entry>>> {
     Ok(vec![None; x.len()])
 }
 
@@ -52,7 +60,10 @@ fn out_type(c: &OpCall, _: &mut [Option<DType>], outs: &mut [Option<DType>]) -> 
 fn float_dtype(a: &Attrs, op: &str) -> Result<DType> {
     let d = a.p(op).dtype("dtype", DType::F32)?;
     if !d.is_float() {
-        return Err(Error::DType(format!("{op}: dtype {} is not supported (float16, float32 or float64)", d.name())));
+        return Err(Error::DType(format!(
+            "{op}: dtype {} is not supported (float16, float32 or float64)",
+            d.name()
+        )));
     }
     Ok(d)
 }
@@ -62,11 +73,22 @@ fn parse_shape(a: &Attrs, op: &str) -> Result<Shape> {
 }
 
 /// Write f64 samples produced by `gen` converted to the output dtype.
-fn fill_float(ctx: crate::Context, o: &Blob, gen32: impl Fn(&mut Rng) -> f32 + Sync, gen64: impl Fn(&mut Rng) -> f64 + Sync) {
+fn fill_float(
+    ctx: crate::Context,
+    o: &Blob,
+    gen32: impl Fn(&mut Rng) -> f32 + Sync,
+    gen64: impl Fn(&mut Rng) -> f64 + Sync,
+) {
     match o.dtype {
-        DType::F32 => fill_blocks(ctx, o.data_mut::<f32>(), |r, c| c.iter_mut().for_each(|v| *v = gen32(r))),
-        DType::F64 => fill_blocks(ctx, o.data_mut::<f64>(), |r, c| c.iter_mut().for_each(|v| *v = gen64(r))),
-        DType::F16 => fill_blocks(ctx, o.data_mut::<f16>(), |r, c| c.iter_mut().for_each(|v| *v = f16::from_f32(gen32(r)))),
+        DType::F32 => fill_blocks(ctx, o.data_mut::<f32>(), |r, c| {
+            c.iter_mut().for_each(|v| *v = gen32(r))
+        }),
+        DType::F64 => fill_blocks(ctx, o.data_mut::<f64>(), |r, c| {
+            c.iter_mut().for_each(|v| *v = gen64(r))
+        }),
+        DType::F16 => fill_blocks(ctx, o.data_mut::<f16>(), |r, c| {
+            c.iter_mut().for_each(|v| *v = f16::from_f32(gen32(r)))
+        }),
         _ => unreachable!("parse accepts float dtypes only"),
     }
 }
@@ -81,9 +103,16 @@ pub static UNIFORM: OpDef = OpDef {
         let p = a.p(op);
         let (low, high) = (p.f64("low", 0.0)?, p.f64("high", 1.0)?);
         if low > high {
-            return Err(Error::Param(format!("{op}: low ({low}) must not exceed high ({high})")));
+            return Err(Error::Param(format!(
+                "{op}: low ({low}) must not exceed high ({high})"
+            )));
         }
-        Ok(Box::new(SampleParam { a: low, b: high, shape: parse_shape(a, op)?, dtype: float_dtype(a, op)? }) as Params)
+        Ok(Box::new(SampleParam {
+            a: low,
+            b: high,
+            shape: parse_shape(a, op)?,
+            dtype: float_dtype(a, op)?,
+        }) as Params)
     },
     infer_shape: out_shape,
     infer_type: out_type,
@@ -91,7 +120,12 @@ pub static UNIFORM: OpDef = OpDef {
         let p = c.p::<SampleParam>();
         let (lo, w) = (p.a, p.b - p.a);
         let (lo32, w32) = (lo as f32, w as f32);
-        fill_float(k.ctx, &o[0], |r| lo32 + w32 * r.uniform_f32(), |r| lo + w * r.uniform());
+        fill_float(
+            k.ctx,
+            &o[0],
+            |r| lo32 + w32 * r.uniform_f32(),
+            |r| lo + w * r.uniform(),
+        );
         Ok(())
     }),
     grad: Some(no_grad),
@@ -137,9 +171,16 @@ pub static NORMAL: OpDef = OpDef {
         let p = a.p(op);
         let (loc, scale) = (p.f64("loc", 0.0)?, p.f64("scale", 1.0)?);
         if !(scale > 0.0) {
-            return Err(Error::Param(format!("{op}: scale ({scale}) must be positive")));
+            return Err(Error::Param(format!(
+                "{op}: scale ({scale}) must be positive"
+            )));
         }
-        Ok(Box::new(SampleParam { a: loc, b: scale, shape: parse_shape(a, op)?, dtype: float_dtype(a, op)? }) as Params)
+        Ok(Box::new(SampleParam {
+            a: loc,
+            b: scale,
+            shape: parse_shape(a, op)?,
+            dtype: float_dtype(a, op)?,
+        }) as Params)
     },
     infer_shape: out_shape,
     infer_type: out_type,
@@ -147,10 +188,12 @@ pub static NORMAL: OpDef = OpDef {
         let p = c.p::<SampleParam>();
         let (loc, scale) = (p.a, p.b);
         match o[0].dtype {
-            DType::F64 => fill_blocks(k.ctx, o[0].data_mut::<f64>(), |r, b| normal_block(r, b, loc, scale, |v| v)),
-            DType::F32 => {
-                fill_blocks(k.ctx, o[0].data_mut::<f32>(), |r, b| normal_block32(r, b, loc as f32, scale as f32, |v| v))
-            }
+            DType::F64 => fill_blocks(k.ctx, o[0].data_mut::<f64>(), |r, b| {
+                normal_block(r, b, loc, scale, |v| v)
+            }),
+            DType::F32 => fill_blocks(k.ctx, o[0].data_mut::<f32>(), |r, b| {
+                normal_block32(r, b, loc as f32, scale as f32, |v| v)
+            }),
             DType::F16 => fill_blocks(k.ctx, o[0].data_mut::<f16>(), |r, b| {
                 normal_block32(r, b, loc as f32, scale as f32, f16::from_f32)
             }),
@@ -180,16 +223,28 @@ pub static RANDINT: OpDef = OpDef {
         let p = a.p(op);
         let (low, high) = (p.i64_req("low")?, p.i64_req("high")?);
         if low >= high {
-            return Err(Error::Param(format!("{op}: low ({low}) must be less than high ({high})")));
+            return Err(Error::Param(format!(
+                "{op}: low ({low}) must be less than high ({high})"
+            )));
         }
         let dtype = p.dtype("dtype", DType::I32)?;
         if !matches!(dtype, DType::I32 | DType::I64) {
-            return Err(Error::DType(format!("{op}: dtype {} is not supported (int32 or int64)", dtype.name())));
+            return Err(Error::DType(format!(
+                "{op}: dtype {} is not supported (int32 or int64)",
+                dtype.name()
+            )));
         }
         if dtype == DType::I32 && (low < i32::MIN as i64 || high > i32::MAX as i64 + 1) {
-            return Err(Error::Param(format!("{op}: [low, high) = [{low}, {high}) does not fit in int32")));
+            return Err(Error::Param(format!(
+                "{op}: [low, high) = [{low}, {high}) does not fit in int32"
+            )));
         }
-        Ok(Box::new(RandintParam { low, high, shape: parse_shape(a, op)?, dtype }) as Params)
+        Ok(Box::new(RandintParam {
+            low,
+            high,
+            shape: parse_shape(a, op)?,
+            dtype,
+        }) as Params)
     },
     infer_shape: |c, _, outs| {
         outs[0] = Some(c.p::<RandintParam>().shape.clone());
@@ -205,10 +260,12 @@ pub static RANDINT: OpDef = OpDef {
         let low = p.low;
         match o[0].dtype {
             DType::I32 => fill_blocks(k.ctx, o[0].data_mut::<i32>(), |r, b| {
-                b.iter_mut().for_each(|v| *v = (low as i128 + r.below(span) as i128) as i32)
+                b.iter_mut()
+                    .for_each(|v| *v = (low as i128 + r.below(span) as i128) as i32)
             }),
             DType::I64 => fill_blocks(k.ctx, o[0].data_mut::<i64>(), |r, b| {
-                b.iter_mut().for_each(|v| *v = (low as i128 + r.below(span) as i128) as i64)
+                b.iter_mut()
+                    .for_each(|v| *v = (low as i128 + r.below(span) as i128) as i64)
             }),
             _ => unreachable!("parse accepts int32 and int64 only"),
         }
@@ -275,8 +332,14 @@ mod tests {
     fn uniform_range_mean_and_reproducible() {
         let _g = LOCK.lock();
         seed(42, None);
-        let a = draw("uniform", &[("low", "-2"), ("high", "3"), ("shape", "(100, 1000)")]);
-        let b = draw("uniform", &[("low", "-2"), ("high", "3"), ("shape", "(100, 1000)")]);
+        let a = draw(
+            "uniform",
+            &[("low", "-2"), ("high", "3"), ("shape", "(100, 1000)")],
+        );
+        let b = draw(
+            "uniform",
+            &[("low", "-2"), ("high", "3"), ("shape", "(100, 1000)")],
+        );
         assert_eq!(a.shape, vec![100, 1000]);
         let av = a.to_vec::<f32>().unwrap();
         assert!(av.iter().all(|&v| (-2.0..3.0).contains(&v)));
@@ -286,20 +349,40 @@ mod tests {
         assert!((var - 25.0 / 12.0).abs() < 0.05, "var {var}");
         assert_ne!(av, b.to_vec::<f32>().unwrap(), "consecutive draws differ");
         seed(42, None);
-        let c = draw("random_uniform", &[("low", "-2"), ("high", "3"), ("shape", "(100, 1000)")]);
+        let c = draw(
+            "random_uniform",
+            &[("low", "-2"), ("high", "3"), ("shape", "(100, 1000)")],
+        );
         assert_eq!(av, c.to_vec::<f32>().unwrap(), "same seed, same numbers");
         // float64 and float16
-        let d = draw("_random_uniform", &[("shape", "(1000,)"), ("dtype", "float64")]);
-        assert!(d.to_vec::<f64>().unwrap().iter().all(|&v| (0.0..1.0).contains(&v)));
-        let h = draw("_random_uniform", &[("shape", "(1000,)"), ("dtype", "float16")]);
-        assert!(h.to_vec::<half::f16>().unwrap().iter().all(|v| (0.0..=1.0).contains(&v.to_f32())));
+        let d = draw(
+            "_random_uniform",
+            &[("shape", "(1000,)"), ("dtype", "float64")],
+        );
+        assert!(d
+            .to_vec::<f64>()
+            .unwrap()
+            .iter()
+            .all(|&v| (0.0..1.0).contains(&v)));
+        let h = draw(
+            "_random_uniform",
+            &[("shape", "(1000,)"), ("dtype", "float16")],
+        );
+        assert!(h
+            .to_vec::<half::f16>()
+            .unwrap()
+            .iter()
+            .all(|v| (0.0..=1.0).contains(&v.to_f32())));
     }
 
     #[test]
     fn normal_moments_and_reproducible() {
         let _g = LOCK.lock();
         seed(7, None);
-        let a = draw("normal", &[("loc", "1.5"), ("scale", "2"), ("shape", "(200001,)")]);
+        let a = draw(
+            "normal",
+            &[("loc", "1.5"), ("scale", "2"), ("shape", "(200001,)")],
+        );
         let v = a.to_vec::<f32>().unwrap();
         let n = v.len() as f64;
         let mean = v.iter().map(|&x| x as f64).sum::<f64>() / n;
@@ -307,12 +390,22 @@ mod tests {
         assert!((mean - 1.5).abs() < 0.02, "mean {mean}");
         assert!((var - 4.0).abs() < 0.06, "var {var}");
         // fraction within one sigma ~ 0.6827
-        let within = v.iter().filter(|&&x| ((x as f64) - 1.5).abs() < 2.0).count() as f64 / n;
+        let within = v
+            .iter()
+            .filter(|&&x| ((x as f64) - 1.5).abs() < 2.0)
+            .count() as f64
+            / n;
         assert!((within - 0.6827).abs() < 0.01, "within {within}");
         seed(7, None);
-        let b = draw("_random_normal", &[("loc", "1.5"), ("scale", "2"), ("shape", "(200001,)")]);
+        let b = draw(
+            "_random_normal",
+            &[("loc", "1.5"), ("scale", "2"), ("shape", "(200001,)")],
+        );
         assert_eq!(v, b.to_vec::<f32>().unwrap());
-        let d = draw("random_normal", &[("shape", "(4001,)"), ("dtype", "float64")]);
+        let d = draw(
+            "random_normal",
+            &[("shape", "(4001,)"), ("dtype", "float64")],
+        );
         let dv = d.to_vec::<f64>().unwrap();
         assert!(dv.iter().all(|x| x.is_finite()));
     }
@@ -321,7 +414,10 @@ mod tests {
     fn randint_range_and_counts() {
         let _g = LOCK.lock();
         seed(3, None);
-        let a = draw("random_randint", &[("low", "-3"), ("high", "4"), ("shape", "(70000,)")]);
+        let a = draw(
+            "random_randint",
+            &[("low", "-3"), ("high", "4"), ("shape", "(70000,)")],
+        );
         let v = a.to_vec::<i32>().unwrap();
         let mut counts = [0usize; 7];
         for &x in &v {
@@ -331,10 +427,25 @@ mod tests {
         for c in counts {
             assert!((c as f64 - 10000.0).abs() < 500.0, "{counts:?}");
         }
-        let b = draw("_random_randint", &[("low", "0"), ("high", "5000000000"), ("shape", "(100,)"), ("dtype", "int64")]);
-        assert!(b.to_vec::<i64>().unwrap().iter().all(|&x| (0..5_000_000_000).contains(&x)));
+        let b = draw(
+            "_random_randint",
+            &[
+                ("low", "0"),
+                ("high", "5000000000"),
+                ("shape", "(100,)"),
+                ("dtype", "int64"),
+            ],
+        );
+        assert!(b
+            .to_vec::<i64>()
+            .unwrap()
+            .iter()
+            .all(|&x| (0..5_000_000_000).contains(&x)));
         seed(3, None);
-        let c = draw("random_randint", &[("low", "-3"), ("high", "4"), ("shape", "(70000,)")]);
+        let c = draw(
+            "random_randint",
+            &[("low", "-3"), ("high", "4"), ("shape", "(70000,)")],
+        );
         assert_eq!(v, c.to_vec::<i32>().unwrap());
     }
 
@@ -372,14 +483,26 @@ mod tests {
         seed(99, None);
         let a = draw("normal", &attrs).to_vec::<f32>().unwrap();
         seed(99, None);
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
         // Run the kernel body directly inside a one-thread pool.
         let b = pool.install(|| {
             let out = NDArray::empty(&[50000], crate::DType::F32, Context::cpu(0)).unwrap();
             let def = crate::ops::registry::lookup("normal").unwrap();
-            let c = crate::ops::registry::parse_call(def, crate::ops::Attrs::from_pairs(&attrs)).unwrap();
-            (def.cpu.unwrap())(&c, &[], &[out.blob().unwrap()], &crate::ops::registry::KernelCtx { ctx: Context::cpu(0), is_train: false })
+            let c = crate::ops::registry::parse_call(def, crate::ops::Attrs::from_pairs(&attrs))
                 .unwrap();
+            (def.cpu.unwrap())(
+                &c,
+                &[],
+                &[out.blob().unwrap()],
+                &crate::ops::registry::KernelCtx {
+                    ctx: Context::cpu(0),
+                    is_train: false,
+                },
+            )
+            .unwrap();
             out.to_vec::<f32>().unwrap()
         });
         assert_eq!(a, b);
@@ -388,15 +511,31 @@ mod tests {
     #[test]
     fn parameter_errors() {
         let _g = LOCK.lock();
-        let e = call("uniform", &[("low", "2"), ("high", "1")], &[]).err().unwrap();
-        assert!(e.message().contains("low (2) must not exceed high (1)"), "{}", e.message());
+        let e = call("uniform", &[("low", "2"), ("high", "1")], &[])
+            .err()
+            .unwrap();
+        assert!(
+            e.message().contains("low (2) must not exceed high (1)"),
+            "{}",
+            e.message()
+        );
         let e = call("normal", &[("scale", "-1")], &[]).err().unwrap();
         assert!(e.message().contains("scale"), "{}", e.message());
-        let e = call("random_randint", &[("low", "3"), ("high", "3")], &[]).err().unwrap();
-        assert!(e.message().contains("low (3) must be less than high (3)"), "{}", e.message());
+        let e = call("random_randint", &[("low", "3"), ("high", "3")], &[])
+            .err()
+            .unwrap();
+        assert!(
+            e.message().contains("low (3) must be less than high (3)"),
+            "{}",
+            e.message()
+        );
         let e = call("random_randint", &[("high", "3")], &[]).err().unwrap();
         assert!(e.message().contains("'low'"), "{}", e.message());
         let e = call("uniform", &[("dtype", "int32")], &[]).err().unwrap();
-        assert!(e.message().contains("int32 is not supported"), "{}", e.message());
+        assert!(
+            e.message().contains("int32 is not supported"),
+            "{}",
+            e.message()
+        );
     }
 }

@@ -34,7 +34,10 @@ fn parse_axes(op: &str, a: &super::attrs::Attrs) -> Result<Option<Vec<i64>>> {
     let axis = a.p(op).ints("axis")?;
     if let Some(v) = &axis {
         if v.contains(&i64::MIN) {
-            return Err(Error::Param(format!("{op}: argument 'axis' must be a tuple of integers, got '{}'", a.raw("axis").unwrap_or(""))));
+            return Err(Error::Param(format!(
+                "{op}: argument 'axis' must be a tuple of integers, got '{}'",
+                a.raw("axis").unwrap_or("")
+            )));
         }
     }
     Ok(axis.filter(|v| !v.is_empty()))
@@ -42,14 +45,24 @@ fn parse_axes(op: &str, a: &super::attrs::Attrs) -> Result<Option<Vec<i64>>> {
 
 fn parse_reduce(op: &str, a: &super::attrs::Attrs) -> Result<ReduceParam> {
     let p = a.p(op);
-    Ok(ReduceParam { axis: parse_axes(op, a)?, keepdims: p.bool("keepdims", false)?, exclude: p.bool("exclude", false)? })
+    Ok(ReduceParam {
+        axis: parse_axes(op, a)?,
+        keepdims: p.bool("keepdims", false)?,
+        exclude: p.bool("exclude", false)?,
+    })
 }
 
 fn axes_attr(axis: &Option<Vec<i64>>) -> String {
     match axis {
         None => "None".to_string(),
         Some(v) if v.len() == 1 => format!("({},)", v[0]),
-        Some(v) => format!("({})", v.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", ")),
+        Some(v) => format!(
+            "({})",
+            v.iter()
+                .map(|a| a.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
 }
 
@@ -87,7 +100,9 @@ pub fn reduce_plan(op: &str, ishape: &[usize], p: &ReduceParam) -> Result<(Vec<b
     let listed: Vec<bool> = (0..nd).map(|i| axes.binary_search(&i).is_ok()).collect();
     let mask: Vec<bool> = listed.iter().map(|&l| l != p.exclude).collect();
     let out: Shape = if p.keepdims {
-        (0..nd).map(|i| if mask[i] { 1 } else { ishape[i] }).collect()
+        (0..nd)
+            .map(|i| if mask[i] { 1 } else { ishape[i] })
+            .collect()
     } else {
         let kept: Shape = (0..nd).filter(|&i| !mask[i]).map(|i| ishape[i]).collect();
         if kept.is_empty() {
@@ -101,7 +116,11 @@ pub fn reduce_plan(op: &str, ishape: &[usize], p: &ReduceParam) -> Result<(Vec<b
 
 /// Input shape with the reduced axes set to 1.
 fn keep_shape(ishape: &[usize], mask: &[bool]) -> Shape {
-    ishape.iter().zip(mask).map(|(&d, &m)| if m { 1 } else { d }).collect()
+    ishape
+        .iter()
+        .zip(mask)
+        .map(|(&d, &m)| if m { 1 } else { d })
+        .collect()
 }
 
 // ---------------------------------------------------------------------------
@@ -172,52 +191,102 @@ fn min_nan(a: f64, v: f64) -> f64 {
 
 impl Reducer for RSum {
     const INIT: f64 = 0.0;
-    fn step(a: f64, v: f64) -> f64 { a + v }
-    fn combine(a: f64, b: f64) -> f64 { a + b }
+    fn step(a: f64, v: f64) -> f64 {
+        a + v
+    }
+    fn combine(a: f64, b: f64) -> f64 {
+        a + b
+    }
 }
 impl Reducer for RMean {
     const INIT: f64 = 0.0;
-    fn step(a: f64, v: f64) -> f64 { a + v }
-    fn combine(a: f64, b: f64) -> f64 { a + b }
-    fn finish(a: f64, n: usize) -> f64 { a / n as f64 }
+    fn step(a: f64, v: f64) -> f64 {
+        a + v
+    }
+    fn combine(a: f64, b: f64) -> f64 {
+        a + b
+    }
+    fn finish(a: f64, n: usize) -> f64 {
+        a / n as f64
+    }
 }
 impl Reducer for RProd {
     const INIT: f64 = 1.0;
-    fn step(a: f64, v: f64) -> f64 { a * v }
-    fn combine(a: f64, b: f64) -> f64 { a * b }
+    fn step(a: f64, v: f64) -> f64 {
+        a * v
+    }
+    fn combine(a: f64, b: f64) -> f64 {
+        a * b
+    }
 }
 impl Reducer for RNanSum {
     const INIT: f64 = 0.0;
-    fn step(a: f64, v: f64) -> f64 { if v.is_nan() { a } else { a + v } }
-    fn combine(a: f64, b: f64) -> f64 { a + b }
+    fn step(a: f64, v: f64) -> f64 {
+        if v.is_nan() {
+            a
+        } else {
+            a + v
+        }
+    }
+    fn combine(a: f64, b: f64) -> f64 {
+        a + b
+    }
 }
 impl Reducer for RNanProd {
     const INIT: f64 = 1.0;
-    fn step(a: f64, v: f64) -> f64 { if v.is_nan() { a } else { a * v } }
-    fn combine(a: f64, b: f64) -> f64 { a * b }
+    fn step(a: f64, v: f64) -> f64 {
+        if v.is_nan() {
+            a
+        } else {
+            a * v
+        }
+    }
+    fn combine(a: f64, b: f64) -> f64 {
+        a * b
+    }
 }
 impl Reducer for RMax {
     const INIT: f64 = f64::NEG_INFINITY;
-    fn step(a: f64, v: f64) -> f64 { max_nan(a, v) }
-    fn combine(a: f64, b: f64) -> f64 { max_nan(a, b) }
+    fn step(a: f64, v: f64) -> f64 {
+        max_nan(a, v)
+    }
+    fn combine(a: f64, b: f64) -> f64 {
+        max_nan(a, b)
+    }
 }
 impl Reducer for RMin {
     const INIT: f64 = f64::INFINITY;
-    fn step(a: f64, v: f64) -> f64 { min_nan(a, v) }
+    fn step(a: f64, v: f64) -> f64 {
+        min_nan(a, v)
+    }
     fn combine(a: f64, b: f64) -> f64 {
-        if b.is_nan() { b } else { min_nan(a, b) }
+        if b.is_nan() {
+            b
+        } else {
+            min_nan(a, b)
+        }
     }
 }
 impl Reducer for RNorm1 {
     const INIT: f64 = 0.0;
-    fn step(a: f64, v: f64) -> f64 { a + v.abs() }
-    fn combine(a: f64, b: f64) -> f64 { a + b }
+    fn step(a: f64, v: f64) -> f64 {
+        a + v.abs()
+    }
+    fn combine(a: f64, b: f64) -> f64 {
+        a + b
+    }
 }
 impl Reducer for RNorm2 {
     const INIT: f64 = 0.0;
-    fn step(a: f64, v: f64) -> f64 { a + v * v }
-    fn combine(a: f64, b: f64) -> f64 { a + b }
-    fn finish(a: f64, _: usize) -> f64 { a.sqrt() }
+    fn step(a: f64, v: f64) -> f64 {
+        a + v * v
+    }
+    fn combine(a: f64, b: f64) -> f64 {
+        a + b
+    }
+    fn finish(a: f64, _: usize) -> f64 {
+        a.sqrt()
+    }
 }
 
 /// Offsets of every combination of the given (size, stride) groups, in
@@ -249,8 +318,18 @@ fn base_of(mut o: usize, groups: &[(usize, usize)]) -> usize {
 
 /// Reduce `x` of shape `shape` over the axes where `mask` is true into
 /// `out` (row-major over the kept axes).
-pub fn reduce_into<T: Elem, O: Elem, R: Reducer>(x: &[T], shape: &[usize], mask: &[bool], out: &mut [O]) {
-    let n_red: usize = shape.iter().zip(mask).filter(|(_, &m)| m).map(|(&d, _)| d).product();
+pub fn reduce_into<T: Elem, O: Elem, R: Reducer>(
+    x: &[T],
+    shape: &[usize],
+    mask: &[bool],
+    out: &mut [O],
+) {
+    let n_red: usize = shape
+        .iter()
+        .zip(mask)
+        .filter(|(_, &m)| m)
+        .map(|(&d, _)| d)
+        .product();
     if x.is_empty() {
         let v = O::from_f64(R::finish(R::INIT, n_red));
         out.fill(v);
@@ -272,7 +351,12 @@ pub fn reduce_into<T: Elem, O: Elem, R: Reducer>(x: &[T], shape: &[usize], mask:
     }
     let sizes: Vec<usize> = groups.iter().map(|g| g.0).collect();
     let st = strides(&sizes);
-    let kept: Vec<(usize, usize)> = groups.iter().zip(&st).filter(|(g, _)| !g.1).map(|(g, &s)| (g.0, s)).collect();
+    let kept: Vec<(usize, usize)> = groups
+        .iter()
+        .zip(&st)
+        .filter(|(g, _)| !g.1)
+        .map(|(g, &s)| (g.0, s))
+        .collect();
     let big = x.len() >= 2 * PAR_GRAIN;
     let last_reduced = groups.last().map(|g| g.1).unwrap_or(true);
     if last_reduced {
@@ -288,9 +372,13 @@ pub fn reduce_into<T: Elem, O: Elem, R: Reducer>(x: &[T], shape: &[usize], mask:
             // Full (or single-output) reduction: split the work in chunks.
             let acc = if big {
                 let parts: Vec<f64> = if roffs.len() == 1 {
-                    par_map(l.div_ceil(PAR_GRAIN), |c| R::fold(R::INIT, &x[c * PAR_GRAIN..((c + 1) * PAR_GRAIN).min(l)]))
+                    par_map(l.div_ceil(PAR_GRAIN), |c| {
+                        R::fold(R::INIT, &x[c * PAR_GRAIN..((c + 1) * PAR_GRAIN).min(l)])
+                    })
                 } else {
-                    par_map(roffs.len(), |i| R::fold(R::INIT, &x[roffs[i]..roffs[i] + l]))
+                    par_map(roffs.len(), |i| {
+                        R::fold(R::INIT, &x[roffs[i]..roffs[i] + l])
+                    })
                 };
                 parts.into_iter().fold(R::INIT, R::combine)
             } else {
@@ -301,7 +389,9 @@ pub fn reduce_into<T: Elem, O: Elem, R: Reducer>(x: &[T], shape: &[usize], mask:
         }
         let one = |o: usize, y: &mut O| {
             let b = base_of(o, &kept);
-            let acc = roffs.iter().fold(R::INIT, |a, &r| R::fold(a, &x[b + r..b + r + l]));
+            let acc = roffs
+                .iter()
+                .fold(R::INIT, |a, &r| R::fold(a, &x[b + r..b + r + l]));
             *y = O::from_f64(R::finish(acc, n_red));
         };
         if big {
@@ -316,7 +406,12 @@ pub fn reduce_into<T: Elem, O: Elem, R: Reducer>(x: &[T], shape: &[usize], mask:
     } else {
         // The innermost group is kept: accumulate whole contiguous rows.
         let l = groups.last().unwrap().0;
-        let red: Vec<(usize, usize)> = groups.iter().zip(&st).filter(|(g, _)| g.1).map(|(g, &s)| (g.0, s)).collect();
+        let red: Vec<(usize, usize)> = groups
+            .iter()
+            .zip(&st)
+            .filter(|(g, _)| g.1)
+            .map(|(g, &s)| (g.0, s))
+            .collect();
         let roffs = group_offsets(&red);
         let outer = &kept[..kept.len() - 1];
         const CH: usize = 2048;
@@ -374,12 +469,18 @@ fn reduce_blob<R: Reducer>(x: &Blob, mask: &[bool], y: &Blob) {
 
 fn no_bool(op: &str, t: DType) -> Result<()> {
     if t == DType::Bool {
-        return Err(Error::DType(format!("{op}: dtype bool is not supported (cast to a numeric dtype first)")));
+        return Err(Error::DType(format!(
+            "{op}: dtype bool is not supported (cast to a numeric dtype first)"
+        )));
     }
     Ok(())
 }
 
-fn reduce_infer_shape(c: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+fn reduce_infer_shape(
+    c: &OpCall,
+    ins: &mut [Option<Shape>],
+    outs: &mut [Option<Shape>],
+) -> Result<()> {
     if let Some(s) = &ins[0] {
         let p = c.p::<ReduceParam>();
         if matches!(c.name(), "max" | "min") && numel(s) == 0 {
@@ -394,7 +495,11 @@ fn reduce_infer_shape(c: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<
     Ok(())
 }
 
-fn reduce_infer_type(c: &OpCall, ins: &mut [Option<DType>], outs: &mut [Option<DType>]) -> Result<()> {
+fn reduce_infer_type(
+    c: &OpCall,
+    ins: &mut [Option<DType>],
+    outs: &mut [Option<DType>],
+) -> Result<()> {
     let t = ins[0].or(outs[0]);
     if let Some(t) = t {
         no_bool(c.name(), t)?;
@@ -412,7 +517,11 @@ fn reduce_kernel<R: Reducer>(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) 
 
 /// Attributes that pass a reduction's axes on to gradient ops.
 fn rattrs(p: &ReduceParam) -> Vec<(&'static str, String)> {
-    vec![("axis", axes_attr(&p.axis)), ("keepdims", py_bool(p.keepdims)), ("exclude", py_bool(p.exclude))]
+    vec![
+        ("axis", axes_attr(&p.axis)),
+        ("keepdims", py_bool(p.keepdims)),
+        ("exclude", py_bool(p.exclude)),
+    ]
 }
 
 /// Broadcast a reduced value (gradient or output) back to data's shape.
@@ -424,13 +533,29 @@ fn grad_sum(c: &OpCall, b: B, x: &[Entry], _: &[Entry], g: &[Entry]) -> Result<V
     Ok(vec![Some(g_back(b, c.p::<ReduceParam>(), g[0], x[0])?)])
 }
 
-fn grad_mean(c: &OpCall, b: B, x: &[Entry], _: &[Entry], g: &[Entry]) -> Result<Vec<Option<Entry>>> {
+fn grad_mean(
+    c: &OpCall,
+    b: B,
+    x: &[Entry],
+    _: &[Entry],
+    g: &[Entry],
+) -> Result<Vec<Option<Entry>>> {
     let mut a = rattrs(c.p::<ReduceParam>());
     a.push(("mean", "True".to_string()));
-    Ok(vec![Some(b.op1("_reduce_grad_broadcast", &a, &[g[0], x[0]])?)])
+    Ok(vec![Some(b.op1(
+        "_reduce_grad_broadcast",
+        &a,
+        &[g[0], x[0]],
+    )?)])
 }
 
-fn grad_prod(c: &OpCall, b: B, x: &[Entry], y: &[Entry], g: &[Entry]) -> Result<Vec<Option<Entry>>> {
+fn grad_prod(
+    c: &OpCall,
+    b: B,
+    x: &[Entry],
+    y: &[Entry],
+    g: &[Entry],
+) -> Result<Vec<Option<Entry>>> {
     let p = c.p::<ReduceParam>();
     let gb = g_back(b, p, g[0], x[0])?;
     let yb = g_back(b, p, y[0], x[0])?;
@@ -438,13 +563,25 @@ fn grad_prod(c: &OpCall, b: B, x: &[Entry], y: &[Entry], g: &[Entry]) -> Result<
     Ok(vec![Some(b.op1("elemwise_mul", &[], &[gb, t])?)])
 }
 
-fn grad_nansum(c: &OpCall, b: B, x: &[Entry], _: &[Entry], g: &[Entry]) -> Result<Vec<Option<Entry>>> {
+fn grad_nansum(
+    c: &OpCall,
+    b: B,
+    x: &[Entry],
+    _: &[Entry],
+    g: &[Entry],
+) -> Result<Vec<Option<Entry>>> {
     let gb = g_back(b, c.p::<ReduceParam>(), g[0], x[0])?;
     let not_nan = b.op1("_equal", &[], &[x[0], x[0]])?;
     Ok(vec![Some(b.op1("elemwise_mul", &[], &[gb, not_nan])?)])
 }
 
-fn grad_nanprod(c: &OpCall, b: B, x: &[Entry], y: &[Entry], g: &[Entry]) -> Result<Vec<Option<Entry>>> {
+fn grad_nanprod(
+    c: &OpCall,
+    b: B,
+    x: &[Entry],
+    y: &[Entry],
+    g: &[Entry],
+) -> Result<Vec<Option<Entry>>> {
     let p = c.p::<ReduceParam>();
     let gb = g_back(b, p, g[0], x[0])?;
     let yb = g_back(b, p, y[0], x[0])?;
@@ -457,7 +594,13 @@ fn grad_nanprod(c: &OpCall, b: B, x: &[Entry], y: &[Entry], g: &[Entry]) -> Resu
 
 /// max/min: the gradient goes to every element equal to the result (all
 /// tied extrema get the full gradient, as in MXNet 1.x).
-fn grad_extremum(c: &OpCall, b: B, x: &[Entry], y: &[Entry], g: &[Entry]) -> Result<Vec<Option<Entry>>> {
+fn grad_extremum(
+    c: &OpCall,
+    b: B,
+    x: &[Entry],
+    y: &[Entry],
+    g: &[Entry],
+) -> Result<Vec<Option<Entry>>> {
     let p = c.p::<ReduceParam>();
     let gb = g_back(b, p, g[0], x[0])?;
     let yb = g_back(b, p, y[0], x[0])?;
@@ -481,13 +624,62 @@ macro_rules! reduce_op {
     };
 }
 
-reduce_op!(SUM, "sum", ["sum_axis"], RSum, grad_sum, "Sum over the given axes (all by default).");
-reduce_op!(MEAN, "mean", [], RMean, grad_mean, "Mean over the given axes (all by default).");
-reduce_op!(PROD, "prod", [], RProd, grad_prod, "Product over the given axes (all by default).");
-reduce_op!(NANSUM, "nansum", [], RNanSum, grad_nansum, "Sum over the given axes, treating NaN as zero.");
-reduce_op!(NANPROD, "nanprod", [], RNanProd, grad_nanprod, "Product over the given axes, treating NaN as one.");
-reduce_op!(MAX, "max", ["max_axis"], RMax, grad_extremum, "Maximum over the given axes (all by default).");
-reduce_op!(MIN, "min", ["min_axis"], RMin, grad_extremum, "Minimum over the given axes (all by default).");
+reduce_op!(
+    SUM,
+    "sum",
+    ["sum_axis"],
+    RSum,
+    grad_sum,
+    "Sum over the given axes (all by default)."
+);
+reduce_op!(
+    MEAN,
+    "mean",
+    [],
+    RMean,
+    grad_mean,
+    "Mean over the given axes (all by default)."
+);
+reduce_op!(
+    PROD,
+    "prod",
+    [],
+    RProd,
+    grad_prod,
+    "Product over the given axes (all by default)."
+);
+reduce_op!(
+    NANSUM,
+    "nansum",
+    [],
+    RNanSum,
+    grad_nansum,
+    "Sum over the given axes, treating NaN as zero."
+);
+reduce_op!(
+    NANPROD,
+    "nanprod",
+    [],
+    RNanProd,
+    grad_nanprod,
+    "Product over the given axes, treating NaN as one."
+);
+reduce_op!(
+    MAX,
+    "max",
+    ["max_axis"],
+    RMax,
+    grad_extremum,
+    "Maximum over the given axes (all by default)."
+);
+reduce_op!(
+    MIN,
+    "min",
+    ["min_axis"],
+    RMin,
+    grad_extremum,
+    "Minimum over the given axes (all by default)."
+);
 
 // ---------------------------------------------------------------------------
 // _reduce_grad_broadcast
@@ -651,7 +843,12 @@ pub struct ReduceAxisParam {
 }
 
 /// MXNet's `ReduceAxisShapeImpl`. Returns (outer, n, inner) and the output shape.
-pub fn reduce_axis_plan(op: &str, ishape: &[usize], axis: Option<i64>, keepdims: bool) -> Result<((usize, usize, usize), Shape)> {
+pub fn reduce_axis_plan(
+    op: &str,
+    ishape: &[usize],
+    axis: Option<i64>,
+    keepdims: bool,
+) -> Result<((usize, usize, usize), Shape)> {
     let nd = ishape.len();
     let Some(a) = axis else {
         let out = if keepdims { vec![1; nd] } else { vec![1] };
@@ -666,7 +863,10 @@ pub fn reduce_axis_plan(op: &str, ishape: &[usize], axis: Option<i64>, keepdims:
     let ax = ax.min(nd.saturating_sub(1));
     let outer: usize = ishape[..ax].iter().product();
     let n = ishape.get(ax).copied().unwrap_or(1);
-    let inner: usize = ishape.get(ax + 1..).map(|s| s.iter().product()).unwrap_or(1);
+    let inner: usize = ishape
+        .get(ax + 1..)
+        .map(|s| s.iter().product())
+        .unwrap_or(1);
     let out = if keepdims {
         let mut s = ishape.to_vec();
         if nd > 0 {
@@ -685,7 +885,10 @@ pub fn reduce_axis_plan(op: &str, ishape: &[usize], axis: Option<i64>, keepdims:
 
 fn parse_reduce_axis(op: &str, a: &super::attrs::Attrs) -> Result<ReduceAxisParam> {
     let p = a.p(op);
-    Ok(ReduceAxisParam { axis: p.opt_i64("axis")?, keepdims: p.bool("keepdims", false)? })
+    Ok(ReduceAxisParam {
+        axis: p.opt_i64("axis")?,
+        keepdims: p.bool("keepdims", false)?,
+    })
 }
 
 fn arg_kernel<const MAX: bool>(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> {
@@ -754,7 +957,11 @@ fn arg_kernel<const MAX: bool>(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx
     Ok(())
 }
 
-fn arg_infer_shape(c: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+fn arg_infer_shape(
+    c: &OpCall,
+    ins: &mut [Option<Shape>],
+    outs: &mut [Option<Shape>],
+) -> Result<()> {
     if let Some(s) = &ins[0] {
         let p = c.p::<ReduceAxisParam>();
         let ((_, n, _), out) = reduce_axis_plan(c.name(), s, p.axis, p.keepdims)?;
@@ -795,7 +1002,17 @@ pub static ARGMIN: OpDef = OpDef {
 };
 
 pub static OPS: &[&OpDef] = &[
-    &SUM, &MEAN, &PROD, &NANSUM, &NANPROD, &MAX, &MIN, &REDUCE_GRAD_BROADCAST, &NORM, &ARGMAX, &ARGMIN,
+    &SUM,
+    &MEAN,
+    &PROD,
+    &NANSUM,
+    &NANPROD,
+    &MAX,
+    &MIN,
+    &REDUCE_GRAD_BROADCAST,
+    &NORM,
+    &ARGMAX,
+    &ARGMIN,
 ];
 
 /// Test helpers shared with the index family: arrays, an eager
@@ -820,7 +1037,9 @@ pub(crate) mod test_util {
         dispatch_dtype!(a.dtype(), T => a.to_vec::<T>().unwrap().into_iter().map(|v| v.to_f64()).collect())
     }
     pub fn run1(op: &str, attrs: &[(&str, &str)], ins: &[NDArray]) -> NDArray {
-        call(op, attrs, ins).unwrap_or_else(|e| panic!("{op}: {e}")).remove(0)
+        call(op, attrs, ins)
+            .unwrap_or_else(|e| panic!("{op}: {e}"))
+            .remove(0)
     }
     pub fn err(op: &str, attrs: &[(&str, &str)], ins: &[NDArray]) -> String {
         match call(op, attrs, ins) {
@@ -833,10 +1052,14 @@ pub(crate) mod test_util {
     }
     /// Deterministic pseudo-random values in [-1, 1).
     pub fn rnd(n: usize, seed: u64) -> Vec<f64> {
-        let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let mut s = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (0..n)
             .map(|_| {
-                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
             })
             .collect()
@@ -845,14 +1068,22 @@ pub(crate) mod test_util {
         assert_eq!(a.len(), b.len(), "{what}: lengths differ");
         for (i, (x, y)) in a.iter().zip(b).enumerate() {
             let ok = (x.is_nan() && y.is_nan()) || (x - y).abs() <= tol * (1.0 + y.abs());
-            assert!(ok, "{what}: element {i}: got {x}, expected {y}\n got {a:?}\nwant {b:?}");
+            assert!(
+                ok,
+                "{what}: element {i}: got {x}, expected {y}\n got {a:?}\nwant {b:?}"
+            );
         }
     }
 
     /// Runs gradient ops immediately.
     pub struct Eager(pub Vec<NDArray>);
     impl GradBuilder for Eager {
-        fn op(&mut self, name: &str, attrs: &[(&str, String)], inputs: &[Entry]) -> Result<Vec<Entry>> {
+        fn op(
+            &mut self,
+            name: &str,
+            attrs: &[(&str, String)],
+            inputs: &[Entry],
+        ) -> Result<Vec<Entry>> {
             let ins: Vec<NDArray> = inputs.iter().map(|&i| self.0[i].clone()).collect();
             let a: Vec<(&str, &str)> = attrs.iter().map(|(k, v)| (*k, v.as_str())).collect();
             let outs = call(name, &a, &ins)?;
@@ -866,7 +1097,12 @@ pub(crate) mod test_util {
     }
 
     /// Forward outputs and the gradient of sum_o sum(w_o * y_o) for each input.
-    pub fn grads(op: &str, attrs: &[(&str, &str)], ins: &[NDArray], ws: &[NDArray]) -> (Vec<NDArray>, Vec<Option<Vec<f64>>>) {
+    pub fn grads(
+        op: &str,
+        attrs: &[(&str, &str)],
+        ins: &[NDArray],
+        ws: &[NDArray],
+    ) -> (Vec<NDArray>, Vec<Option<Vec<f64>>>) {
         let def = lookup(op).unwrap();
         let c = Arc::new(parse_call(def, Attrs::from_pairs(attrs)).unwrap());
         let outs = invoke(c.clone(), ins, None, None).unwrap();
@@ -893,7 +1129,9 @@ pub(crate) mod test_util {
             .map(|(k, o)| {
                 let w = rnd(o.size(), 77 + k as u64);
                 let w = arr(w, &o.shape);
-                crate::ops::registry::call("_cast_like", &[], &[w, o.clone()]).unwrap().remove(0)
+                crate::ops::registry::call("_cast_like", &[], &[w, o.clone()])
+                    .unwrap()
+                    .remove(0)
             })
             .collect();
         let (_, g) = grads(op, attrs, ins, &ws);
@@ -923,7 +1161,12 @@ pub(crate) mod test_util {
                 let lm = loss(&xs);
                 numeric.push((lp - lm) / (2.0 * eps));
             }
-            assert_close(&analytic, &numeric, 1e-5, &format!("{op} {attrs:?} gradient wrt input {k}"));
+            assert_close(
+                &analytic,
+                &numeric,
+                1e-5,
+                &format!("{op} {attrs:?} gradient wrt input {k}"),
+            );
         }
     }
 }
@@ -931,12 +1174,18 @@ pub(crate) mod test_util {
 #[cfg(test)]
 mod tests {
     use super::test_util::*;
-    use crate::NDArray;
     use super::*;
+    use crate::NDArray;
 
     /// Brute-force reduction: walk every input element, map it to its
     /// output position through the keepdims shape.
-    fn naive(x: &[f64], shape: &[usize], mask: &[bool], init: f64, f: fn(f64, f64) -> f64) -> Vec<f64> {
+    fn naive(
+        x: &[f64],
+        shape: &[usize],
+        mask: &[bool],
+        init: f64,
+        f: fn(f64, f64) -> f64,
+    ) -> Vec<f64> {
         let ks = keep_shape(shape, mask);
         let mut out = vec![init; numel(&ks)];
         let kst = strides(&ks);
@@ -970,15 +1219,25 @@ mod tests {
             (&[("axis", "(0, 2)")], &[3]),
             (&[("axis", "(0, 2)"), ("keepdims", "True")], &[1, 3, 1]),
             (&[("axis", "1"), ("exclude", "True")], &[3]),
-            (&[("axis", "1"), ("exclude", "True"), ("keepdims", "True")], &[1, 3, 1]),
+            (
+                &[("axis", "1"), ("exclude", "True"), ("keepdims", "True")],
+                &[1, 3, 1],
+            ),
             (&[("axis", "(0, 1, 2)")], &[1]),
             (&[("axis", "(-3, -2)"), ("exclude", "True")], &[2, 3]),
             // exclude is ignored when every axis is reduced (axis=None).
             (&[("exclude", "True")], &[1]),
         ];
         for (attrs, want) in cases {
-            for op in ["sum", "sum_axis", "mean", "prod", "max", "max_axis", "min", "min_axis", "nansum", "nanprod"] {
-                assert_eq!(run1(op, attrs, &[x.clone()]).shape, want.to_vec(), "{op} {attrs:?}");
+            for op in [
+                "sum", "sum_axis", "mean", "prod", "max", "max_axis", "min", "min_axis", "nansum",
+                "nanprod",
+            ] {
+                assert_eq!(
+                    run1(op, attrs, &[x.clone()]).shape,
+                    want.to_vec(),
+                    "{op} {attrs:?}"
+                );
             }
         }
     }
@@ -987,7 +1246,10 @@ mod tests {
     fn bad_axes_are_named() {
         let x = arr(rnd(6, 1), &[2, 3]);
         let e = err("sum", &[("axis", "2")], &[x.clone()]);
-        assert!(e.contains("sum") && e.contains("axis 2") && e.contains("(2, 3)"), "{e}");
+        assert!(
+            e.contains("sum") && e.contains("axis 2") && e.contains("(2, 3)"),
+            "{e}"
+        );
         let e = err("mean", &[("axis", "-3")], &[x.clone()]);
         assert!(e.contains("mean") && e.contains("axis -3"), "{e}");
         let e = err("max", &[("axis", "(1, -1)")], &[x.clone()]);
@@ -1010,7 +1272,10 @@ mod tests {
         let shapes: &[&[usize]] = &[&[7], &[3, 5], &[2, 3, 4], &[4, 1, 3, 2], &[2, 3, 2, 5]];
         for (si, &shape) in shapes.iter().enumerate() {
             let nd = shape.len();
-            let x = rnd(numel(shape), si as u64 + 10).iter().map(|v| v + 0.2).collect::<Vec<_>>();
+            let x = rnd(numel(shape), si as u64 + 10)
+                .iter()
+                .map(|v| v + 0.2)
+                .collect::<Vec<_>>();
             let xa = arr(x.clone(), shape);
             // every subset of axes, with and without exclude/keepdims
             for bits in 0..(1u32 << nd) {
@@ -1020,28 +1285,78 @@ mod tests {
                         let (axis, mask) = if axes.is_empty() {
                             ("None".to_string(), vec![true; nd])
                         } else {
-                            (format!("({},)", axes.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(",")), mask_of(nd, &axes, exclude))
+                            (
+                                format!(
+                                    "({},)",
+                                    axes.iter()
+                                        .map(|a| a.to_string())
+                                        .collect::<Vec<_>>()
+                                        .join(",")
+                                ),
+                                mask_of(nd, &axes, exclude),
+                            )
                         };
-                        let attrs = [("axis", axis.as_str()), ("exclude", if exclude { "True" } else { "False" }), ("keepdims", if keepdims { "1" } else { "0" })];
-                        let n_red: usize = shape.iter().zip(&mask).filter(|(_, &m)| m).map(|(&d, _)| d).product();
+                        let attrs = [
+                            ("axis", axis.as_str()),
+                            ("exclude", if exclude { "True" } else { "False" }),
+                            ("keepdims", if keepdims { "1" } else { "0" }),
+                        ];
+                        let n_red: usize = shape
+                            .iter()
+                            .zip(&mask)
+                            .filter(|(_, &m)| m)
+                            .map(|(&d, _)| d)
+                            .product();
                         let refs: [(&str, Vec<f64>); 5] = [
                             ("sum", naive(&x, shape, &mask, 0.0, |a, b| a + b)),
                             ("prod", naive(&x, shape, &mask, 1.0, |a, b| a * b)),
                             ("max", naive(&x, shape, &mask, f64::NEG_INFINITY, f64::max)),
                             ("min", naive(&x, shape, &mask, f64::INFINITY, f64::min)),
-                            ("mean", naive(&x, shape, &mask, 0.0, |a, b| a + b).iter().map(|v| v / n_red as f64).collect()),
+                            (
+                                "mean",
+                                naive(&x, shape, &mask, 0.0, |a, b| a + b)
+                                    .iter()
+                                    .map(|v| v / n_red as f64)
+                                    .collect(),
+                            ),
                         ];
                         for (op, want) in refs {
                             let y = run1(op, &attrs, &[xa.clone()]);
-                            assert_close(&vals(&y), &want, 1e-12, &format!("{op} {shape:?} {attrs:?}"));
+                            assert_close(
+                                &vals(&y),
+                                &want,
+                                1e-12,
+                                &format!("{op} {shape:?} {attrs:?}"),
+                            );
                         }
-                        let y = run1("norm", &[("axis", attrs[0].1), ("keepdims", attrs[2].1)], &[xa.clone()]);
+                        let y = run1(
+                            "norm",
+                            &[("axis", attrs[0].1), ("keepdims", attrs[2].1)],
+                            &[xa.clone()],
+                        );
                         if !exclude {
-                            let want: Vec<f64> = naive(&x, shape, &mask, 0.0, |a, b| a + b * b).iter().map(|v| v.sqrt()).collect();
-                            assert_close(&vals(&y), &want, 1e-12, &format!("norm {shape:?} {attrs:?}"));
-                            let y = run1("norm", &[("ord", "1"), ("axis", attrs[0].1), ("keepdims", attrs[2].1)], &[xa.clone()]);
+                            let want: Vec<f64> = naive(&x, shape, &mask, 0.0, |a, b| a + b * b)
+                                .iter()
+                                .map(|v| v.sqrt())
+                                .collect();
+                            assert_close(
+                                &vals(&y),
+                                &want,
+                                1e-12,
+                                &format!("norm {shape:?} {attrs:?}"),
+                            );
+                            let y = run1(
+                                "norm",
+                                &[("ord", "1"), ("axis", attrs[0].1), ("keepdims", attrs[2].1)],
+                                &[xa.clone()],
+                            );
                             let want = naive(&x, shape, &mask, 0.0, |a, b| a + b.abs());
-                            assert_close(&vals(&y), &want, 1e-12, &format!("norm ord=1 {shape:?} {attrs:?}"));
+                            assert_close(
+                                &vals(&y),
+                                &want,
+                                1e-12,
+                                &format!("norm ord=1 {shape:?} {attrs:?}"),
+                            );
                         }
                     }
                 }
@@ -1057,13 +1372,35 @@ mod tests {
         let x: Vec<f64> = (0..r * c).map(|i| ((i % 97) as f64) * 0.5 - 20.0).collect();
         let xa = arr32(&x.iter().map(|&v| v as f32).collect::<Vec<_>>(), &[r, c]);
         let total: f64 = x.iter().sum();
-        assert_close(&vals(&run1("sum", &[], &[xa.clone()])), &[total], 1e-9, "full sum");
+        assert_close(
+            &vals(&run1("sum", &[], &[xa.clone()])),
+            &[total],
+            1e-9,
+            "full sum",
+        );
         let rows: Vec<f64> = (0..r).map(|i| x[i * c..(i + 1) * c].iter().sum()).collect();
-        assert_close(&vals(&run1("sum", &[("axis", "1")], &[xa.clone()])), &rows, 1e-9, "row sums");
+        assert_close(
+            &vals(&run1("sum", &[("axis", "1")], &[xa.clone()])),
+            &rows,
+            1e-9,
+            "row sums",
+        );
         let cols: Vec<f64> = (0..c).map(|j| (0..r).map(|i| x[i * c + j]).sum()).collect();
-        assert_close(&vals(&run1("sum", &[("axis", "0")], &[xa.clone()])), &cols, 1e-9, "column sums");
-        let cmax: Vec<f64> = (0..c).map(|j| (0..r).map(|i| x[i * c + j]).fold(f64::MIN, f64::max)).collect();
-        assert_close(&vals(&run1("max", &[("axis", "0")], &[xa.clone()])), &cmax, 0.0, "column max");
+        assert_close(
+            &vals(&run1("sum", &[("axis", "0")], &[xa.clone()])),
+            &cols,
+            1e-9,
+            "column sums",
+        );
+        let cmax: Vec<f64> = (0..c)
+            .map(|j| (0..r).map(|i| x[i * c + j]).fold(f64::MIN, f64::max))
+            .collect();
+        assert_close(
+            &vals(&run1("max", &[("axis", "0")], &[xa.clone()])),
+            &cmax,
+            0.0,
+            "column max",
+        );
         let am: Vec<f64> = (0..r)
             .map(|i| {
                 let row = &x[i * c..(i + 1) * c];
@@ -1071,7 +1408,12 @@ mod tests {
                 row.iter().position(|&v| v == m).unwrap() as f64
             })
             .collect();
-        assert_close(&vals(&run1("argmax", &[("axis", "1")], &[xa.clone()])), &am, 0.0, "argmax rows");
+        assert_close(
+            &vals(&run1("argmax", &[("axis", "1")], &[xa.clone()])),
+            &am,
+            0.0,
+            "argmax rows",
+        );
         // 3-D with the middle axis reduced and many rows
         let xa3 = arr(x.clone(), &[r, 7, 100]);
         let want: Vec<f64> = (0..r)
@@ -1080,7 +1422,12 @@ mod tests {
                 (0..100).map(move |k| (0..7).map(|j| x[(i * 7 + j) * 100 + k]).sum())
             })
             .collect();
-        assert_close(&vals(&run1("sum", &[("axis", "1")], &[xa3])), &want, 1e-12, "middle axis");
+        assert_close(
+            &vals(&run1("sum", &[("axis", "1")], &[xa3])),
+            &want,
+            1e-12,
+            "middle axis",
+        );
     }
 
     #[test]
@@ -1090,18 +1437,59 @@ mod tests {
         assert_eq!(y.dtype(), DType::I32);
         assert_eq!(y.to_vec::<i32>().unwrap(), vec![6, 16]);
         // integer mean truncates, as MXNet's integer division does
-        assert_eq!(run1("mean", &[("axis", "1")], &[xi.clone()]).to_vec::<i32>().unwrap(), vec![2, 5]);
-        assert_eq!(run1("max", &[], &[xi.clone()]).to_vec::<i32>().unwrap(), vec![7]);
-        let h = NDArray::from_vec(vec![half::f16::from_f32(0.5); 4000], &[4000], Default::default()).unwrap();
+        assert_eq!(
+            run1("mean", &[("axis", "1")], &[xi.clone()])
+                .to_vec::<i32>()
+                .unwrap(),
+            vec![2, 5]
+        );
+        assert_eq!(
+            run1("max", &[], &[xi.clone()]).to_vec::<i32>().unwrap(),
+            vec![7]
+        );
+        let h = NDArray::from_vec(
+            vec![half::f16::from_f32(0.5); 4000],
+            &[4000],
+            Default::default(),
+        )
+        .unwrap();
         // f64 accumulation: 2000 is exact in f16, naive f16 accumulation stalls at 1024.
-        assert_eq!(run1("sum", &[], &[h]).to_vec::<half::f16>().unwrap()[0].to_f32(), 2000.0);
+        assert_eq!(
+            run1("sum", &[], &[h]).to_vec::<half::f16>().unwrap()[0].to_f32(),
+            2000.0
+        );
         let nan = f64::NAN;
         let x = arr(vec![1.0, nan, 3.0, 2.0, 2.0, nan], &[2, 3]);
-        assert_close(&vals(&run1("nansum", &[("axis", "1")], &[x.clone()])), &[4.0, 4.0], 0.0, "nansum");
-        assert_close(&vals(&run1("nanprod", &[("axis", "1")], &[x.clone()])), &[3.0, 4.0], 0.0, "nanprod");
-        assert_close(&vals(&run1("sum", &[("axis", "1")], &[x.clone()])), &[nan, nan], 0.0, "sum with nan");
-        assert_close(&vals(&run1("max", &[("axis", "1")], &[x.clone()])), &[nan, nan], 0.0, "max propagates nan");
-        assert_close(&vals(&run1("min", &[("axis", "0")], &[x.clone()])), &[1.0, nan, nan], 0.0, "min propagates nan");
+        assert_close(
+            &vals(&run1("nansum", &[("axis", "1")], &[x.clone()])),
+            &[4.0, 4.0],
+            0.0,
+            "nansum",
+        );
+        assert_close(
+            &vals(&run1("nanprod", &[("axis", "1")], &[x.clone()])),
+            &[3.0, 4.0],
+            0.0,
+            "nanprod",
+        );
+        assert_close(
+            &vals(&run1("sum", &[("axis", "1")], &[x.clone()])),
+            &[nan, nan],
+            0.0,
+            "sum with nan",
+        );
+        assert_close(
+            &vals(&run1("max", &[("axis", "1")], &[x.clone()])),
+            &[nan, nan],
+            0.0,
+            "max propagates nan",
+        );
+        assert_close(
+            &vals(&run1("min", &[("axis", "0")], &[x.clone()])),
+            &[1.0, nan, nan],
+            0.0,
+            "min propagates nan",
+        );
         let b = NDArray::from_vec(vec![true, false], &[2], Default::default()).unwrap();
         let e = err("sum", &[], &[b]);
         assert!(e.contains("sum") && e.contains("bool"), "{e}");
@@ -1119,9 +1507,19 @@ mod tests {
         assert_eq!(y.shape, vec![2]);
         assert_eq!(y.dtype(), DType::F32);
         assert_eq!(vals(&y), vec![1.0, 2.0]); // first of the tied maxima
-        assert_eq!(vals(&run1("argmin", &[("axis", "-1")], &[x.clone()])), vec![3.0, 3.0]);
-        assert_eq!(vals(&run1("argmax", &[("axis", "0")], &[x.clone()])), vec![0.0, 0.0, 1.0, 0.0]);
-        let y = run1("argmax", &[("axis", "0"), ("keepdims", "True")], &[x.clone()]);
+        assert_eq!(
+            vals(&run1("argmin", &[("axis", "-1")], &[x.clone()])),
+            vec![3.0, 3.0]
+        );
+        assert_eq!(
+            vals(&run1("argmax", &[("axis", "0")], &[x.clone()])),
+            vec![0.0, 0.0, 1.0, 0.0]
+        );
+        let y = run1(
+            "argmax",
+            &[("axis", "0"), ("keepdims", "True")],
+            &[x.clone()],
+        );
         assert_eq!(y.shape, vec![1, 4]);
         let y = run1("argmax", &[], &[x.clone()]);
         assert_eq!((y.shape.clone(), vals(&y)), (vec![1], vec![6.0]));
@@ -1130,7 +1528,16 @@ mod tests {
         // output dtype follows the input dtype (MXNet 1.x ElemwiseType)
         let xd = arr(vec![0.0, 2.0, 1.0], &[3]);
         assert_eq!(run1("argmax", &[("axis", "0")], &[xd]).dtype(), DType::F64);
-        assert_eq!(grads("argmax", &[("axis", "1")], &[x.clone()], &[arr32(&[1.0, 1.0], &[2])]).1, vec![None]);
+        assert_eq!(
+            grads(
+                "argmax",
+                &[("axis", "1")],
+                &[x.clone()],
+                &[arr32(&[1.0, 1.0], &[2])]
+            )
+            .1,
+            vec![None]
+        );
     }
 
     #[test]
@@ -1143,13 +1550,21 @@ mod tests {
             &[("axis", "-1"), ("keepdims", "True")],
             &[("axis", "(0, 2)")],
             &[("axis", "1"), ("exclude", "True")],
-            &[("axis", "(0, 1)"), ("exclude", "True"), ("keepdims", "True")],
+            &[
+                ("axis", "(0, 1)"),
+                ("exclude", "True"),
+                ("keepdims", "True"),
+            ],
         ];
         for attrs in attr_sets {
             for op in ["sum", "mean", "prod", "max", "min", "nansum", "nanprod"] {
                 check_grad(op, attrs, &[x.clone()], &[0]);
             }
-            let no_ex: Vec<(&str, &str)> = attrs.iter().filter(|(k, _)| *k != "exclude").cloned().collect();
+            let no_ex: Vec<(&str, &str)> = attrs
+                .iter()
+                .filter(|(k, _)| *k != "exclude")
+                .cloned()
+                .collect();
             if no_ex.len() == attrs.len() {
                 check_grad("norm", &no_ex, &[x.clone()], &[0]);
                 let mut a1 = no_ex.clone();
@@ -1171,9 +1586,15 @@ mod tests {
         let x = arr(vec![1.0, 3.0, 3.0, 2.0, 0.0, 0.0], &[2, 3]);
         let g = arr(vec![10.0, 20.0], &[2]);
         let (_, gr) = grads("max", &[("axis", "1")], &[x.clone()], &[g.clone()]);
-        assert_eq!(gr[0].as_ref().unwrap(), &vec![0.0, 10.0, 10.0, 20.0, 0.0, 0.0]);
+        assert_eq!(
+            gr[0].as_ref().unwrap(),
+            &vec![0.0, 10.0, 10.0, 20.0, 0.0, 0.0]
+        );
         let (_, gr) = grads("min", &[("axis", "1")], &[x.clone()], &[g]);
-        assert_eq!(gr[0].as_ref().unwrap(), &vec![10.0, 0.0, 0.0, 0.0, 20.0, 20.0]);
+        assert_eq!(
+            gr[0].as_ref().unwrap(),
+            &vec![10.0, 0.0, 0.0, 0.0, 20.0, 20.0]
+        );
         // nansum/nanprod give no gradient to NaN entries
         let x = arr(vec![2.0, f64::NAN, 3.0], &[3]);
         let (_, gr) = grads("nanprod", &[], &[x.clone()], &[arr(vec![1.0], &[1])]);
@@ -1186,7 +1607,11 @@ mod tests {
     fn reduce_grad_broadcast_checks_ograd_shape() {
         let x = arr(rnd(6, 1), &[2, 3]);
         let g = arr(vec![1.0, 2.0, 3.0], &[3]);
-        let e = err("_reduce_grad_broadcast", &[("axis", "1")], &[g.clone(), x.clone()]);
+        let e = err(
+            "_reduce_grad_broadcast",
+            &[("axis", "1")],
+            &[g.clone(), x.clone()],
+        );
         assert!(e.contains("ograd shape (3,)") && e.contains("(2,)"), "{e}");
         let y = run1("_reduce_grad_broadcast", &[("axis", "0")], &[g, x]);
         assert_eq!(vals(&y), vec![1.0, 2.0, 3.0, 1.0, 2.0, 3.0]);

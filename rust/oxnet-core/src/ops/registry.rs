@@ -147,7 +147,11 @@ impl OpDef {
 }
 
 /// All inputs and outputs share one shape.
-pub fn infer_shape_same(call: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+pub fn infer_shape_same(
+    call: &OpCall,
+    ins: &mut [Option<Shape>],
+    outs: &mut [Option<Shape>],
+) -> Result<()> {
     let known = ins.iter().chain(outs.iter()).flatten().next().cloned();
     let Some(s) = known else { return Ok(()) };
     for (i, x) in ins.iter_mut().enumerate() {
@@ -158,7 +162,11 @@ pub fn infer_shape_same(call: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Op
                     "{}: input {} ('{}') has shape {}, expected {} like the other inputs",
                     call.name(),
                     i,
-                    call.def.input_names(call).get(i).cloned().unwrap_or_default(),
+                    call.def
+                        .input_names(call)
+                        .get(i)
+                        .cloned()
+                        .unwrap_or_default(),
                     fmt_shape(t),
                     fmt_shape(&s)
                 )))
@@ -175,7 +183,11 @@ pub fn infer_shape_same(call: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Op
 }
 
 /// All inputs and outputs share one dtype.
-pub fn infer_type_same(call: &OpCall, ins: &mut [Option<DType>], outs: &mut [Option<DType>]) -> Result<()> {
+pub fn infer_type_same(
+    call: &OpCall,
+    ins: &mut [Option<DType>],
+    outs: &mut [Option<DType>],
+) -> Result<()> {
     let known = ins.iter().chain(outs.iter()).flatten().next().copied();
     let Some(t) = known else { return Ok(()) };
     for (i, x) in ins.iter_mut().enumerate() {
@@ -270,7 +282,11 @@ pub fn parse_call(def: &'static OpDef, attrs: Attrs) -> Result<OpCall> {
 }
 
 /// Shape and type inference for an imperative call with known inputs.
-pub fn infer(call: &OpCall, in_shapes: &[Shape], in_types: &[DType]) -> Result<(Vec<Shape>, Vec<DType>)> {
+pub fn infer(
+    call: &OpCall,
+    in_shapes: &[Shape],
+    in_types: &[DType],
+) -> Result<(Vec<Shape>, Vec<DType>)> {
     let n_out = (call.def.num_outputs)(call);
     let mut ins: Vec<Option<Shape>> = in_shapes.iter().cloned().map(Some).collect();
     let mut outs: Vec<Option<Shape>> = vec![None; n_out];
@@ -282,14 +298,24 @@ pub fn infer(call: &OpCall, in_shapes: &[Shape], in_types: &[DType]) -> Result<(
         .into_iter()
         .enumerate()
         .map(|(i, s)| {
-            s.ok_or_else(|| Error::Shape(format!("{}: could not infer the shape of output {i}", call.name())))
+            s.ok_or_else(|| {
+                Error::Shape(format!(
+                    "{}: could not infer the shape of output {i}",
+                    call.name()
+                ))
+            })
         })
         .collect::<Result<Vec<_>>>()?;
     let types = touts
         .into_iter()
         .enumerate()
         .map(|(i, t)| {
-            t.ok_or_else(|| Error::DType(format!("{}: could not infer the dtype of output {i}", call.name())))
+            t.ok_or_else(|| {
+                Error::DType(format!(
+                    "{}: could not infer the dtype of output {i}",
+                    call.name()
+                ))
+            })
         })
         .collect::<Result<Vec<_>>>()?;
     Ok((shapes, types))
@@ -362,11 +388,14 @@ pub fn invoke(
             .map(|(s, t)| NDArray::empty(s, *t, ctx))
             .collect::<Result<Vec<_>>>()?,
     };
-    let kernel = def.cpu.ok_or_else(|| {
-        Error::Param(format!("{}: no kernel for {ctx}", def.name))
-    })?;
+    let kernel = def
+        .cpu
+        .ok_or_else(|| Error::Param(format!("{}: no kernel for {ctx}", def.name)))?;
     if !ctx.is_cpu() {
-        return Err(Error::Device(format!("{}: no GPU backend in this build", def.name)));
+        return Err(Error::Device(format!(
+            "{}: no GPU backend in this build",
+            def.name
+        )));
     }
     let reads: Vec<crate::engine::Var> = inputs.iter().map(|a| a.var().clone()).collect();
     let mut writes: Vec<crate::engine::Var> = outputs.iter().map(|a| a.var().clone()).collect();
@@ -382,7 +411,8 @@ pub fn invoke(
     }
     let out_bytes: usize = outputs.iter().map(|a| a.nbytes()).sum();
     let in_bytes: usize = inputs.iter().map(|a| a.nbytes()).sum();
-    let inline = out_bytes.max(in_bytes) <= crate::ndarray::INLINE_BYTES || crate::engine::bulk_size() > 1;
+    let inline =
+        out_bytes.max(in_bytes) <= crate::ndarray::INLINE_BYTES || crate::engine::bulk_size() > 1;
     let ins = inputs.to_vec();
     let outs = outputs.clone();
     let mut outputs = outputs;
@@ -397,7 +427,15 @@ pub fn invoke(
         Box::new(move |rc| {
             let ib: Vec<Blob> = ins.iter().map(|a| a.blob()).collect::<Result<_>>()?;
             let ob: Vec<Blob> = outs.iter().map(|a| a.blob()).collect::<Result<_>>()?;
-            kernel(&call, &ib, &ob, &KernelCtx { ctx: rc.ctx, is_train })
+            kernel(
+                &call,
+                &ib,
+                &ob,
+                &KernelCtx {
+                    ctx: rc.ctx,
+                    is_train,
+                },
+            )
         }),
     );
     Ok(outputs)
@@ -411,7 +449,12 @@ pub fn call(name: &str, attrs: &[(&str, &str)], inputs: &[NDArray]) -> Result<Ve
 }
 
 /// Like `call`, writing into `out`.
-pub fn call_into(name: &str, attrs: &[(&str, &str)], inputs: &[NDArray], out: &[NDArray]) -> Result<Vec<NDArray>> {
+pub fn call_into(
+    name: &str,
+    attrs: &[(&str, &str)],
+    inputs: &[NDArray],
+    out: &[NDArray],
+) -> Result<Vec<NDArray>> {
     let def = lookup(name)?;
     let c = parse_call(def, Attrs::from_pairs(attrs))?;
     invoke(Arc::new(c), inputs, Some(out.to_vec()), None)

@@ -28,12 +28,19 @@ fn parse_seq(a: &Attrs, op: &str, allow_axis1: bool) -> Result<SeqParam> {
             if allow_axis1 { "0 or 1" } else { "0" }
         )));
     }
-    Ok(SeqParam { use_len: p.bool("use_sequence_length", false)?, value: p.f64("value", 0.0)?, axis: axis as usize })
+    Ok(SeqParam {
+        use_len: p.bool("use_sequence_length", false)?,
+        value: p.f64("value", 0.0)?,
+        axis: axis as usize,
+    })
 }
 
 fn seq_attrs(p: &SeqParam) -> Vec<(&'static str, String)> {
     vec![
-        ("use_sequence_length", if p.use_len { "True" } else { "False" }.to_string()),
+        (
+            "use_sequence_length",
+            if p.use_len { "True" } else { "False" }.to_string(),
+        ),
         ("value", fmt_f64(p.value)),
         ("axis", p.axis.to_string()),
     ]
@@ -55,7 +62,11 @@ fn seq_dims(op: &str, p: &SeqParam, d: &[usize]) -> Result<(usize, usize, usize)
             fmt_shape(d)
         )));
     }
-    let (t, b) = if p.axis == 0 { (d[0], d[1]) } else { (d[1], d[0]) };
+    let (t, b) = if p.axis == 0 {
+        (d[0], d[1])
+    } else {
+        (d[1], d[0])
+    };
     Ok((t, b, d[2..].iter().product()))
 }
 
@@ -97,7 +108,11 @@ fn row(p: &SeqParam, t_idx: usize, b_idx: usize, tn: usize, bn: usize, rest: usi
     }
 }
 
-fn infer_type_first(_: &OpCall, ins: &mut [Option<DType>], outs: &mut [Option<DType>]) -> Result<()> {
+fn infer_type_first(
+    _: &OpCall,
+    ins: &mut [Option<DType>],
+    outs: &mut [Option<DType>],
+) -> Result<()> {
     if let Some(t) = ins[0] {
         if ins.len() > 1 && ins[1].is_none() {
             ins[1] = Some(t);
@@ -116,7 +131,9 @@ pub static SEQUENCE_MASK: OpDef = OpDef {
     num_inputs: Some(n_in),
     parse: |a| Ok(Box::new(parse_seq(a, "SequenceMask", true)?) as Params),
     infer_shape: |call, ins, outs| {
-        let Some(d) = ins[0].clone() else { return Ok(()) };
+        let Some(d) = ins[0].clone() else {
+            return Ok(());
+        };
         let (_, b, _) = seq_dims(call.name(), call.p::<SeqParam>(), &d)?;
         check_len(call.name(), b, ins, 1)?;
         outs[0] = Some(d);
@@ -149,7 +166,9 @@ pub static SEQUENCE_MASK: OpDef = OpDef {
         let p = c.p::<SeqParam>();
         let mut attrs = seq_attrs(p);
         attrs[1].1 = "0.0".into();
-        let ins: Vec<Entry> = std::iter::once(g[0]).chain(x.iter().skip(1).copied()).collect();
+        let ins: Vec<Entry> = std::iter::once(g[0])
+            .chain(x.iter().skip(1).copied())
+            .collect();
         let r = b.op1("SequenceMask", &attrs, &ins)?;
         let mut out = vec![Some(r)];
         out.extend(std::iter::repeat(None).take(x.len() - 1));
@@ -165,7 +184,9 @@ pub static SEQUENCE_LAST: OpDef = OpDef {
     num_inputs: Some(n_in),
     parse: |a| Ok(Box::new(parse_seq(a, "SequenceLast", true)?) as Params),
     infer_shape: |call, ins, outs| {
-        let Some(d) = ins[0].clone() else { return Ok(()) };
+        let Some(d) = ins[0].clone() else {
+            return Ok(());
+        };
         let p = call.p::<SeqParam>();
         let (_, b, _) = seq_dims(call.name(), p, &d)?;
         check_len(call.name(), b, ins, 1)?;
@@ -293,7 +314,12 @@ pub static SEQUENCE_REVERSE: OpDef = OpDef {
     ..OpDef::BASE
 };
 
-pub static OPS: &[&OpDef] = &[&SEQUENCE_MASK, &SEQUENCE_LAST, &SEQUENCE_LAST_GRAD, &SEQUENCE_REVERSE];
+pub static OPS: &[&OpDef] = &[
+    &SEQUENCE_MASK,
+    &SEQUENCE_LAST,
+    &SEQUENCE_LAST_GRAD,
+    &SEQUENCE_REVERSE,
+];
 
 #[cfg(test)]
 mod tests {
@@ -306,13 +332,22 @@ mod tests {
         let x = arr(&[1., 2., 3., 4., 5., 6.], &[3, 2]);
         let l = arr(&[1., 3.], &[2]);
         let on = [("use_sequence_length", "True"), ("value", "-1")];
-        let m = call("SequenceMask", &on, &[x.clone(), l.clone()]).unwrap().remove(0);
+        let m = call("SequenceMask", &on, &[x.clone(), l.clone()])
+            .unwrap()
+            .remove(0);
         assert_eq!(m.to_vec::<f64>().unwrap(), vec![1., 2., -1., 4., -1., 6.]);
-        let last = call("SequenceLast", &on[..1], &[x.clone(), l.clone()]).unwrap().remove(0);
+        let last = call("SequenceLast", &on[..1], &[x.clone(), l.clone()])
+            .unwrap()
+            .remove(0);
         assert_eq!(last.to_vec::<f64>().unwrap(), vec![1., 6.]);
-        let r = call("SequenceReverse", &on[..1], &[x.clone(), l.clone()]).unwrap().remove(0);
+        let r = call("SequenceReverse", &on[..1], &[x.clone(), l.clone()])
+            .unwrap()
+            .remove(0);
         assert_eq!(r.to_vec::<f64>().unwrap(), vec![1., 6., 3., 4., 5., 2.]);
-        let e = call("SequenceReverse", &[("axis", "1")], &[x]).err().unwrap().message();
+        let e = call("SequenceReverse", &[("axis", "1")], &[x])
+            .err()
+            .unwrap()
+            .message();
         assert!(e.contains("SequenceReverse") && e.contains("axis"), "{e}");
     }
 
@@ -321,8 +356,18 @@ mod tests {
         let d = vals(12, 5);
         let l = (vec![2., 1.], vec![2]);
         for op in ["SequenceMask", "SequenceLast", "SequenceReverse"] {
-            check_grad(op, &[("use_sequence_length", "True")], &[(d.clone(), vec![3, 2, 2]), l.clone()], &[0]);
+            check_grad(
+                op,
+                &[("use_sequence_length", "True")],
+                &[(d.clone(), vec![3, 2, 2]), l.clone()],
+                &[0],
+            );
         }
-        check_grad("SequenceLast", &[("use_sequence_length", "True"), ("axis", "1")], &[(d, vec![2, 3, 2]), l], &[0]);
+        check_grad(
+            "SequenceLast",
+            &[("use_sequence_length", "True"), ("axis", "1")],
+            &[(d, vec![2, 3, 2]), l],
+            &[0],
+        );
     }
 }

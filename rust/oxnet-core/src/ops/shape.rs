@@ -21,13 +21,21 @@ type B<'a> = &'a mut dyn GradBuilder;
 // ---------------------------------------------------------------------------
 
 fn raw<T: Copy>(b: &Blob) -> &[T] {
-    assert_eq!(std::mem::size_of::<T>(), b.dtype.size(), "element size mismatch");
+    assert_eq!(
+        std::mem::size_of::<T>(),
+        b.dtype.size(),
+        "element size mismatch"
+    );
     unsafe { std::slice::from_raw_parts(b.raw_ptr() as *const T, b.size()) }
 }
 
 #[allow(clippy::mut_from_ref)]
 fn raw_mut<T: Copy>(b: &Blob) -> &mut [T] {
-    assert_eq!(std::mem::size_of::<T>(), b.dtype.size(), "element size mismatch");
+    assert_eq!(
+        std::mem::size_of::<T>(),
+        b.dtype.size(),
+        "element size mismatch"
+    );
     unsafe { std::slice::from_raw_parts_mut(b.raw_ptr() as *mut T, b.size()) }
 }
 
@@ -35,10 +43,22 @@ fn raw_mut<T: Copy>(b: &Blob) -> &mut [T] {
 macro_rules! by_size {
     ($dt:expr, $T:ident => $body:expr) => {{
         match $dt.size() {
-            1 => { type $T = u8; $body }
-            2 => { type $T = u16; $body }
-            4 => { type $T = u32; $body }
-            _ => { type $T = u64; $body }
+            1 => {
+                type $T = u8;
+                $body
+            }
+            2 => {
+                type $T = u16;
+                $body
+            }
+            4 => {
+                type $T = u32;
+                $body
+            }
+            _ => {
+                type $T = u64;
+                $body
+            }
         }
     }};
 }
@@ -53,7 +73,16 @@ fn tf(b: bool) -> String {
 }
 
 fn fmt_ints(v: &[i64]) -> String {
-    let s: Vec<String> = v.iter().map(|x| if *x == i64::MIN { "None".to_string() } else { x.to_string() }).collect();
+    let s: Vec<String> = v
+        .iter()
+        .map(|x| {
+            if *x == i64::MIN {
+                "None".to_string()
+            } else {
+                x.to_string()
+            }
+        })
+        .collect();
     if s.len() == 1 {
         format!("({},)", s[0])
     } else {
@@ -65,7 +94,13 @@ fn g_reshape_like(b: B, g: Entry, like: Entry) -> Result<Entry> {
     b.op1("reshape_like", &[], &[g, like])
 }
 
-fn grad_reshape_like(_: &OpCall, b: B, x: &[Entry], _: &[Entry], g: &[Entry]) -> Result<Vec<Option<Entry>>> {
+fn grad_reshape_like(
+    _: &OpCall,
+    b: B,
+    x: &[Entry],
+    _: &[Entry],
+    g: &[Entry],
+) -> Result<Vec<Option<Entry>>> {
     Ok(vec![Some(g_reshape_like(b, g[0], x[0])?)])
 }
 
@@ -74,7 +109,11 @@ fn no_grad(_: &OpCall, _: B, x: &[Entry], _: &[Entry], _: &[Entry]) -> Result<Ve
 }
 
 /// Output dtype follows input 0; other inputs may have any dtype.
-fn infer_type_first(_: &OpCall, ins: &mut [Option<DType>], outs: &mut [Option<DType>]) -> Result<()> {
+fn infer_type_first(
+    _: &OpCall,
+    ins: &mut [Option<DType>],
+    outs: &mut [Option<DType>],
+) -> Result<()> {
     if let Some(t) = ins[0] {
         for o in outs.iter_mut() {
             *o = Some(t);
@@ -104,7 +143,13 @@ pub fn infer_reshape(dshape: &[usize], param: &[i64], reverse: bool) -> Result<S
         ds.reverse();
         ps.reverse();
     }
-    let bad = |msg: String| Error::Shape(format!("Reshape: {msg} (input shape {}, shape={})", fmt_shape(dshape), fmt_ints(param)));
+    let bad = |msg: String| {
+        Error::Shape(format!(
+            "Reshape: {msg} (input shape {}, shape={})",
+            fmt_shape(dshape),
+            fmt_ints(param)
+        ))
+    };
     let mut out: Vec<usize> = Vec::new();
     let mut src = 0usize;
     let mut inf: Option<usize> = None;
@@ -113,7 +158,9 @@ pub fn infer_reshape(dshape: &[usize], param: &[i64], reverse: bool) -> Result<S
         let p = ps[i];
         match p {
             0 => {
-                let d = *ds.get(src).ok_or_else(|| bad(format!("0 at position {i} has no input dimension to copy")))?;
+                let d = *ds.get(src).ok_or_else(|| {
+                    bad(format!("0 at position {i} has no input dimension to copy"))
+                })?;
                 out.push(d);
                 src += 1;
             }
@@ -133,7 +180,9 @@ pub fn infer_reshape(dshape: &[usize], param: &[i64], reverse: bool) -> Result<S
             }
             -3 => {
                 if src + 1 >= ds.len() {
-                    return Err(bad(format!("-3 at position {i} needs two input dimensions to merge")));
+                    return Err(bad(format!(
+                        "-3 at position {i} needs two input dimensions to merge"
+                    )));
                 }
                 out.push(ds[src] * ds[src + 1]);
                 src += 2;
@@ -142,7 +191,11 @@ pub fn infer_reshape(dshape: &[usize], param: &[i64], reverse: bool) -> Result<S
                 if i + 2 >= ps.len() {
                     return Err(bad("-4 must be followed by two values".into()));
                 }
-                let d0 = *ds.get(src).ok_or_else(|| bad(format!("-4 at position {i} has no input dimension to split")))?;
+                let d0 = *ds.get(src).ok_or_else(|| {
+                    bad(format!(
+                        "-4 at position {i} has no input dimension to split"
+                    ))
+                })?;
                 src += 1;
                 let (mut d1, mut d2) = (ps[i + 1], ps[i + 2]);
                 i += 2;
@@ -150,7 +203,9 @@ pub fn infer_reshape(dshape: &[usize], param: &[i64], reverse: bool) -> Result<S
                     return Err(bad("-4 split factors cannot both be -1".into()));
                 }
                 if d1 < -1 || d2 < -1 || d1 == 0 || d2 == 0 {
-                    return Err(bad(format!("-4 split factors must be positive or -1, got {d1} and {d2}")));
+                    return Err(bad(format!(
+                        "-4 split factors must be positive or -1, got {d1} and {d2}"
+                    )));
                 }
                 if d1 == -1 {
                     d1 = (d0 as i64) / d2;
@@ -174,9 +229,16 @@ pub fn infer_reshape(dshape: &[usize], param: &[i64], reverse: bool) -> Result<S
     }
     let total = numel(dshape);
     if let Some(k) = inf {
-        let known: usize = out.iter().enumerate().filter(|(j, _)| *j != k).map(|(_, d)| *d).product();
+        let known: usize = out
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != k)
+            .map(|(_, d)| *d)
+            .product();
         if known == 0 || total % known != 0 {
-            return Err(bad(format!("cannot infer -1: {total} elements do not divide into {known}")));
+            return Err(bad(format!(
+                "cannot infer -1: {total} elements do not divide into {known}"
+            )));
         }
         out[k] = total / known;
     }
@@ -234,11 +296,19 @@ pub struct ReshapeLikeParam {
     re: Option<i64>,
 }
 
-fn range_of(op: &str, what: &str, b: Option<i64>, e: Option<i64>, nd: usize) -> Result<(usize, usize)> {
+fn range_of(
+    op: &str,
+    what: &str,
+    b: Option<i64>,
+    e: Option<i64>,
+    nd: usize,
+) -> Result<(usize, usize)> {
     let norm = |v: i64, name: &str| -> Result<usize> {
         let x = if v < 0 { v + nd as i64 } else { v };
         if x < 0 || x > nd as i64 {
-            return Err(Error::Param(format!("{op}: {what}_{name}={v} is out of range for {nd} dimensions")));
+            return Err(Error::Param(format!(
+                "{op}: {what}_{name}={v} is out of range for {nd} dimensions"
+            )));
         }
         Ok(x as usize)
     };
@@ -248,7 +318,9 @@ fn range_of(op: &str, what: &str, b: Option<i64>, e: Option<i64>, nd: usize) -> 
         None => nd,
     };
     if bb > ee {
-        return Err(Error::Param(format!("{op}: {what}_begin ({bb}) must not exceed {what}_end ({ee})")));
+        return Err(Error::Param(format!(
+            "{op}: {what}_begin ({bb}) must not exceed {what}_end ({ee})"
+        )));
     }
     Ok((bb, ee))
 }
@@ -370,7 +442,9 @@ pub static FLATTEN: OpDef = OpDef {
     infer_shape: |_, ins, outs| {
         if let Some(s) = &ins[0] {
             if s.is_empty() {
-                return Err(Error::Shape("Flatten: the input must have at least one dimension, got shape ()".into()));
+                return Err(Error::Shape(
+                    "Flatten: the input must have at least one dimension, got shape ()".into(),
+                ));
             }
             outs[0] = Some(vec![s[0], numel(&s[1..])]);
         }
@@ -451,9 +525,14 @@ pub fn permute<T: Copy + Send + Sync>(src: &[T], shape: &[usize], perm: &[usize]
     // input order of the groups
     let mut order: Vec<usize> = (0..groups.len()).collect();
     order.sort_by_key(|&g| groups[g][0]);
-    let in_shape: Vec<usize> = order.iter().map(|&g| groups[g].iter().map(|&a| s1[a]).product()).collect();
+    let in_shape: Vec<usize> = order
+        .iter()
+        .map(|&g| groups[g].iter().map(|&a| s1[a]).product())
+        .collect();
     let in_st = strides(&in_shape);
-    let pos_in: Vec<usize> = (0..groups.len()).map(|g| order.iter().position(|&o| o == g).unwrap()).collect();
+    let pos_in: Vec<usize> = (0..groups.len())
+        .map(|g| order.iter().position(|&o| o == g).unwrap())
+        .collect();
     let osh: Vec<usize> = (0..groups.len()).map(|g| in_shape[pos_in[g]]).collect();
     let ist: Vec<usize> = (0..groups.len()).map(|g| in_st[pos_in[g]]).collect();
     let nd = osh.len();
@@ -462,7 +541,10 @@ pub fn permute<T: Copy + Send + Sync>(src: &[T], shape: &[usize], perm: &[usize]
         return;
     }
     // Batched 2-D transpose: the last two output axes are swapped input axes.
-    if ist[nd - 2] == 1 && ist[nd - 1] == osh[nd - 2] && (nd == 2 || (nd == 3 && ist[0] == osh[1] * osh[2])) {
+    if ist[nd - 2] == 1
+        && ist[nd - 1] == osh[nd - 2]
+        && (nd == 2 || (nd == 3 && ist[0] == osh[1] * osh[2]))
+    {
         let (r, c) = (osh[nd - 2], osh[nd - 1]); // dst block is r x c, src block is c x r
         let blk = r * c;
         let go = |b: usize, d: &mut [T]| {
@@ -546,7 +628,10 @@ fn transpose_perm(axes: &[i64], nd: usize) -> Result<Vec<usize>> {
     for &a in axes {
         let k = norm_axis("transpose", a, nd)?;
         if seen[k] {
-            return Err(Error::Param(format!("transpose: axes {} repeat axis {k}", fmt_ints(axes))));
+            return Err(Error::Param(format!(
+                "transpose: axes {} repeat axis {k}",
+                fmt_ints(axes)
+            )));
         }
         seen[k] = true;
         perm.push(k);
@@ -580,7 +665,11 @@ pub static TRANSPOSE: OpDef = OpDef {
         for (j, &a) in perm.iter().enumerate() {
             inv[a] = j as i64;
         }
-        Ok(vec![Some(b.op1("transpose", &[("axes", fmt_ints(&inv))], &[g[0]])?)])
+        Ok(vec![Some(b.op1(
+            "transpose",
+            &[("axes", fmt_ints(&inv))],
+            &[g[0]],
+        )?)])
     }),
     ..OpDef::BASE
 };
@@ -615,7 +704,11 @@ pub static SWAPAXIS: OpDef = OpDef {
     }),
     grad: Some(|c, b, _, _, g| {
         let d = c.p::<(i64, i64)>();
-        Ok(vec![Some(b.op1("SwapAxis", &[("dim1", d.0.to_string()), ("dim2", d.1.to_string())], &[g[0]])?)])
+        Ok(vec![Some(b.op1(
+            "SwapAxis",
+            &[("dim1", d.0.to_string()), ("dim2", d.1.to_string())],
+            &[g[0]],
+        )?)])
     }),
     ..OpDef::BASE
 };
@@ -628,7 +721,13 @@ pub static SWAPAXIS: OpDef = OpDef {
 /// or the reverse when `split`.
 /// `parts` are element pointers of blobs holding outer x inners[k] values
 /// (distinct outputs when `split`; possibly repeated inputs otherwise).
-fn join_blocks<T: Copy>(parts: &[*mut T], out: &mut [T], outer: usize, inners: &[usize], split: bool) {
+fn join_blocks<T: Copy>(
+    parts: &[*mut T],
+    out: &mut [T],
+    outer: usize,
+    inners: &[usize],
+    split: bool,
+) {
     let total: usize = inners.iter().sum();
     if total == 0 {
         return;
@@ -643,9 +742,11 @@ fn join_blocks<T: Copy>(parts: &[*mut T], out: &mut [T], outer: usize, inners: &
             let w = inners[k];
             unsafe {
                 if split {
-                    std::slice::from_raw_parts_mut(p.add(o * w), w).copy_from_slice(&orow[start[k]..start[k] + w]);
+                    std::slice::from_raw_parts_mut(p.add(o * w), w)
+                        .copy_from_slice(&orow[start[k]..start[k] + w]);
                 } else {
-                    orow[start[k]..start[k] + w].copy_from_slice(std::slice::from_raw_parts(p.add(o * w), w));
+                    orow[start[k]..start[k] + w]
+                        .copy_from_slice(std::slice::from_raw_parts(p.add(o * w), w));
                 }
             }
         }
@@ -654,7 +755,16 @@ fn join_blocks<T: Copy>(parts: &[*mut T], out: &mut [T], outer: usize, inners: &
 
 fn join_blobs(parts: &[Blob], out: &Blob, axis: usize, split: bool) {
     let outer: usize = numel(&out.shape[..axis]);
-    let inners: Vec<usize> = parts.iter().map(|p| if outer == 0 { 0 } else { numel(&p.shape) / outer }).collect();
+    let inners: Vec<usize> = parts
+        .iter()
+        .map(|p| {
+            if outer == 0 {
+                0
+            } else {
+                numel(&p.shape) / outer
+            }
+        })
+        .collect();
     by_size!(out.dtype, T => {
         let ps: Vec<*mut T> = parts.iter().map(|p| p.raw_ptr() as *mut T).collect();
         join_blocks(&ps, raw_mut::<T>(out), outer, &inners, split)
@@ -670,9 +780,14 @@ fn parse_concat(a: &Attrs, op: &str, axis_key: &str, default_axis: i64) -> Resul
     let p = a.p(op);
     let num_args = p.usize("num_args", 0)?;
     if num_args == 0 {
-        return Err(Error::Param(format!("{op}: required argument 'num_args' must be at least 1")));
+        return Err(Error::Param(format!(
+            "{op}: required argument 'num_args' must be at least 1"
+        )));
     }
-    Ok(Box::new(ConcatParam { num_args, dim: p.i64(axis_key, default_axis)? }))
+    Ok(Box::new(ConcatParam {
+        num_args,
+        dim: p.i64(axis_key, default_axis)?,
+    }))
 }
 
 fn concat_out(op: &str, shapes: &[&Shape], dim: i64) -> Result<(usize, Shape)> {
@@ -718,7 +833,14 @@ pub static CONCAT: OpDef = OpDef {
         let p = c.p::<ConcatParam>();
         let mut ins = vec![g[0]];
         ins.extend_from_slice(x);
-        let parts = b.op("_split_like", &[("num_args", p.num_args.to_string()), ("dim", p.dim.to_string())], &ins)?;
+        let parts = b.op(
+            "_split_like",
+            &[
+                ("num_args", p.num_args.to_string()),
+                ("dim", p.dim.to_string()),
+            ],
+            &ins,
+        )?;
         Ok(parts.into_iter().map(Some).collect())
     }),
     ..OpDef::BASE
@@ -760,7 +882,14 @@ pub static SPLIT_LIKE: OpDef = OpDef {
     }),
     grad: Some(|c, b, x, _, g| {
         let p = c.p::<ConcatParam>();
-        let whole = b.op1("Concat", &[("num_args", p.num_args.to_string()), ("dim", p.dim.to_string())], g)?;
+        let whole = b.op1(
+            "Concat",
+            &[
+                ("num_args", p.num_args.to_string()),
+                ("dim", p.dim.to_string()),
+            ],
+            g,
+        )?;
         let mut r = vec![Some(whole)];
         r.extend(std::iter::repeat(None).take(x.len() - 1));
         Ok(r)
@@ -772,7 +901,9 @@ fn stack_axis(a: i64, nd_in: usize) -> Result<usize> {
     let n = nd_in as i64 + 1;
     let x = if a < 0 { a + n } else { a };
     if x < 0 || x >= n {
-        return Err(Error::Param(format!("stack: axis {a} is out of range for inputs of {nd_in} dimensions")));
+        return Err(Error::Param(format!(
+            "stack: axis {a} is out of range for inputs of {nd_in} dimensions"
+        )));
     }
     Ok(x as usize)
 }
@@ -814,7 +945,11 @@ pub static STACK: OpDef = OpDef {
         let p = c.p::<ConcatParam>();
         let parts = b.op(
             "SliceChannel",
-            &[("num_outputs", p.num_args.to_string()), ("axis", p.dim.to_string()), ("squeeze_axis", tf(true))],
+            &[
+                ("num_outputs", p.num_args.to_string()),
+                ("axis", p.dim.to_string()),
+                ("squeeze_axis", tf(true)),
+            ],
             &[g[0]],
         )?;
         Ok(parts.into_iter().map(Some).collect())
@@ -897,8 +1032,14 @@ pub static SLICE_CHANNEL: OpDef = OpDef {
 /// (1, s0, 1, s1, ...) to (r0, s0, r1, s1, ...).
 fn tile_views(s: &[usize], reps: &[usize]) -> (Shape, Shape, Shape) {
     let nd = s.len().max(reps.len());
-    let sp: Vec<usize> = std::iter::repeat(1).take(nd - s.len()).chain(s.iter().copied()).collect();
-    let rp: Vec<usize> = std::iter::repeat(1).take(nd - reps.len()).chain(reps.iter().copied()).collect();
+    let sp: Vec<usize> = std::iter::repeat(1)
+        .take(nd - s.len())
+        .chain(s.iter().copied())
+        .collect();
+    let rp: Vec<usize> = std::iter::repeat(1)
+        .take(nd - reps.len())
+        .chain(reps.iter().copied())
+        .collect();
     let mut iv = Vec::with_capacity(2 * nd);
     let mut ov = Vec::with_capacity(2 * nd);
     for k in 0..nd {
@@ -923,11 +1064,19 @@ fn sum_to_blob(g: &Blob, gv: &[usize], y: &Blob, yv: &[usize]) {
 }
 
 fn parse_reps(a: &Attrs) -> Result<Params> {
-    let reps = a.p("tile").ints("reps")?.ok_or_else(|| Error::Param("tile: required argument 'reps' is missing".into()))?;
+    let reps = a
+        .p("tile")
+        .ints("reps")?
+        .ok_or_else(|| Error::Param("tile: required argument 'reps' is missing".into()))?;
     if reps.iter().any(|&r| r < 0) {
-        return Err(Error::Param(format!("tile: reps {} must be non-negative", fmt_ints(&reps))));
+        return Err(Error::Param(format!(
+            "tile: reps {} must be non-negative",
+            fmt_ints(&reps)
+        )));
     }
-    Ok(Box::new(reps.into_iter().map(|r| r as usize).collect::<Vec<usize>>()))
+    Ok(Box::new(
+        reps.into_iter().map(|r| r as usize).collect::<Vec<usize>>(),
+    ))
 }
 
 fn reps_attr(r: &[usize]) -> String {
@@ -952,7 +1101,11 @@ pub static TILE: OpDef = OpDef {
         Ok(())
     }),
     grad: Some(|c, b, x, _, g| {
-        Ok(vec![Some(b.op1("_tile_sum", &[("reps", reps_attr(c.p::<Vec<usize>>()))], &[g[0], x[0]])?)])
+        Ok(vec![Some(b.op1(
+            "_tile_sum",
+            &[("reps", reps_attr(c.p::<Vec<usize>>()))],
+            &[g[0], x[0]],
+        )?)])
     }),
     ..OpDef::BASE
 };
@@ -990,7 +1143,12 @@ pub static TILE_SUM: OpDef = OpDef {
         }
         Ok(())
     }),
-    grad: Some(|c, b, _, _, g| Ok(vec![Some(b.op1("tile", &[("reps", reps_attr(c.p::<Vec<usize>>()))], &[g[0]])?), None])),
+    grad: Some(|c, b, _, _, g| {
+        Ok(vec![
+            Some(b.op1("tile", &[("reps", reps_attr(c.p::<Vec<usize>>()))], &[g[0]])?),
+            None,
+        ])
+    }),
     ..OpDef::BASE
 };
 
@@ -1003,9 +1161,14 @@ fn parse_repeat(a: &Attrs) -> Result<Params> {
     let p = a.p("repeat");
     let r = p.i64_req("repeats")?;
     if r < 0 {
-        return Err(Error::Param(format!("repeat: repeats={r} must be non-negative")));
+        return Err(Error::Param(format!(
+            "repeat: repeats={r} must be non-negative"
+        )));
     }
-    Ok(Box::new(RepeatParam { repeats: r as usize, axis: p.opt_i64("axis")? }))
+    Ok(Box::new(RepeatParam {
+        repeats: r as usize,
+        axis: p.opt_i64("axis")?,
+    }))
 }
 
 /// (input viewed, output viewed, output) shapes of repeat:
@@ -1030,13 +1193,19 @@ fn repeat_views(s: &[usize], p: &RepeatParam) -> Result<(Shape, Shape, Shape)> {
 fn repeat_attrs(p: &RepeatParam) -> Vec<(&'static str, String)> {
     vec![
         ("repeats", p.repeats.to_string()),
-        ("axis", p.axis.map(|a| a.to_string()).unwrap_or_else(|| "None".into())),
+        (
+            "axis",
+            p.axis
+                .map(|a| a.to_string())
+                .unwrap_or_else(|| "None".into()),
+        ),
     ]
 }
 
 pub static REPEAT: OpDef = OpDef {
     name: "repeat",
-    doc: "Repeat each element `repeats` times along `axis` (the flattened array when axis is None).",
+    doc:
+        "Repeat each element `repeats` times along `axis` (the flattened array when axis is None).",
     parse: parse_repeat,
     infer_shape: |c, ins, outs| {
         if let Some(s) = &ins[0] {
@@ -1052,7 +1221,11 @@ pub static REPEAT: OpDef = OpDef {
         Ok(())
     }),
     grad: Some(|c, b, x, _, g| {
-        Ok(vec![Some(b.op1("_repeat_sum", &repeat_attrs(c.p::<RepeatParam>()), &[g[0], x[0]])?)])
+        Ok(vec![Some(b.op1(
+            "_repeat_sum",
+            &repeat_attrs(c.p::<RepeatParam>()),
+            &[g[0], x[0]],
+        )?)])
     }),
     ..OpDef::BASE
 };
@@ -1107,7 +1280,13 @@ pub struct Win {
 }
 
 fn full_wins(s: &[usize]) -> Vec<Win> {
-    s.iter().map(|&d| Win { begin: 0, step: 1, len: d }).collect()
+    s.iter()
+        .map(|&d| Win {
+            begin: 0,
+            step: 1,
+            len: d,
+        })
+        .collect()
 }
 
 /// Walk the window row by row: `f(row_index, src_offset, src_step)` for each
@@ -1179,8 +1358,16 @@ fn scatter_blob(g: &Blob, wins: &[Win], y: &Blob) {
 #[derive(Debug, Clone)]
 pub enum SliceSpec {
     Reverse(Vec<i64>),
-    Slice { begin: Vec<i64>, end: Vec<i64>, step: Vec<i64> },
-    Axis { axis: i64, begin: i64, end: Option<i64> },
+    Slice {
+        begin: Vec<i64>,
+        end: Vec<i64>,
+        step: Vec<i64>,
+    },
+    Axis {
+        axis: i64,
+        begin: i64,
+        end: Option<i64>,
+    },
     Like(Vec<i64>),
 }
 
@@ -1205,10 +1392,17 @@ impl SliceSpec {
                 for &a in axes {
                     let k = norm_axis("reverse", a, s.len())?;
                     if seen[k] {
-                        return Err(Error::Param(format!("reverse: axis {k} is listed twice in {}", fmt_ints(axes))));
+                        return Err(Error::Param(format!(
+                            "reverse: axis {k} is listed twice in {}",
+                            fmt_ints(axes)
+                        )));
                     }
                     seen[k] = true;
-                    w[k] = Win { begin: s[k] as i64 - 1, step: -1, len: s[k] };
+                    w[k] = Win {
+                        begin: s[k] as i64 - 1,
+                        step: -1,
+                        len: s[k],
+                    };
                 }
             }
             SliceSpec::Slice { begin, end, step } => {
@@ -1221,19 +1415,31 @@ impl SliceSpec {
                 }
                 for k in 0..begin.len() {
                     let len = s[k] as i64;
-                    let st = if step.is_empty() || step[k] == NONE { 1 } else { step[k] };
+                    let st = if step.is_empty() || step[k] == NONE {
+                        1
+                    } else {
+                        step[k]
+                    };
                     if st == 0 {
                         return Err(Error::Param(format!("slice: step[{k}] must not be 0")));
                     }
                     let mut b = if begin[k] == NONE {
-                        if st < 0 { len - 1 } else { 0 }
+                        if st < 0 {
+                            len - 1
+                        } else {
+                            0
+                        }
                     } else if begin[k] < 0 {
                         begin[k] + len
                     } else {
                         begin[k]
                     };
                     let mut e = if end[k] == NONE {
-                        if st < 0 { -1 } else { len }
+                        if st < 0 {
+                            -1
+                        } else {
+                            len
+                        }
                     } else if end[k] < 0 {
                         end[k] + len
                     } else {
@@ -1251,7 +1457,11 @@ impl SliceSpec {
                     e = e.max(-1).min(len);
                     let n = if b >= 0 && e != b {
                         if st > 0 {
-                            if e > b { (e - b - 1) / st + 1 } else { 0 }
+                            if e > b {
+                                (e - b - 1) / st + 1
+                            } else {
+                                0
+                            }
                         } else if e < b {
                             (b - e - 1) / (-st) + 1
                         } else {
@@ -1260,7 +1470,11 @@ impl SliceSpec {
                     } else {
                         0
                     };
-                    w[k] = Win { begin: b.max(0), step: st, len: n as usize };
+                    w[k] = Win {
+                        begin: b.max(0),
+                        step: st,
+                        len: n as usize,
+                    };
                 }
             }
             SliceSpec::Axis { axis, begin, end } => {
@@ -1279,14 +1493,20 @@ impl SliceSpec {
                         fmt_shape(s)
                     )));
                 }
-                w[k] = Win { begin: b, step: 1, len: (e - b) as usize };
+                w[k] = Win {
+                    begin: b,
+                    step: 1,
+                    len: (e - b) as usize,
+                };
             }
             SliceSpec::Like(axes) => {
                 let l = like.expect("slice_like has a shape_like input");
                 let ks: Vec<usize> = if axes.is_empty() {
                     (0..l.len()).collect()
                 } else {
-                    axes.iter().map(|&a| norm_axis("slice_like", a, s.len())).collect::<Result<_>>()?
+                    axes.iter()
+                        .map(|&a| norm_axis("slice_like", a, s.len()))
+                        .collect::<Result<_>>()?
                 };
                 if l.len() > s.len() && axes.is_empty() || l.len() != s.len() && !axes.is_empty() {
                     return Err(Error::Shape(format!(
@@ -1305,7 +1525,11 @@ impl SliceSpec {
                             s[k]
                         )));
                     }
-                    w[k] = Win { begin: 0, step: 1, len: l[k] };
+                    w[k] = Win {
+                        begin: 0,
+                        step: 1,
+                        len: l[k],
+                    };
                 }
             }
         }
@@ -1325,7 +1549,10 @@ impl SliceSpec {
             SliceSpec::Axis { axis, begin, end } => vec![
                 ("axis", axis.to_string()),
                 ("begin", begin.to_string()),
-                ("end", end.map(|e| e.to_string()).unwrap_or_else(|| "None".into())),
+                (
+                    "end",
+                    end.map(|e| e.to_string()).unwrap_or_else(|| "None".into()),
+                ),
             ],
             SliceSpec::Like(a) => vec![("axes", fmt_ints(a))],
         }
@@ -1335,10 +1562,18 @@ impl SliceSpec {
 fn parse_spec(a: &Attrs, kind: &str) -> Result<SliceSpec> {
     let p = a.p(kind);
     Ok(match kind {
-        "reverse" => SliceSpec::Reverse(p.ints("axis")?.ok_or_else(|| Error::Param("reverse: required argument 'axis' is missing".into()))?),
+        "reverse" => {
+            SliceSpec::Reverse(p.ints("axis")?.ok_or_else(|| {
+                Error::Param("reverse: required argument 'axis' is missing".into())
+            })?)
+        }
         "slice" => {
-            let begin = p.ints("begin")?.ok_or_else(|| Error::Param("slice: required argument 'begin' is missing".into()))?;
-            let end = p.ints("end")?.ok_or_else(|| Error::Param("slice: required argument 'end' is missing".into()))?;
+            let begin = p.ints("begin")?.ok_or_else(|| {
+                Error::Param("slice: required argument 'begin' is missing".into())
+            })?;
+            let end = p
+                .ints("end")?
+                .ok_or_else(|| Error::Param("slice: required argument 'end' is missing".into()))?;
             let step = p.ints("step")?.unwrap_or_default();
             if end.len() != begin.len() || (!step.is_empty() && step.len() != begin.len()) {
                 return Err(Error::Param(format!(
@@ -1350,9 +1585,15 @@ fn parse_spec(a: &Attrs, kind: &str) -> Result<SliceSpec> {
             }
             SliceSpec::Slice { begin, end, step }
         }
-        "slice_axis" => SliceSpec::Axis { axis: p.i64_req("axis")?, begin: p.i64_req("begin")?, end: p.opt_i64("end")? },
+        "slice_axis" => SliceSpec::Axis {
+            axis: p.i64_req("axis")?,
+            begin: p.i64_req("begin")?,
+            end: p.opt_i64("end")?,
+        },
         "slice_like" => SliceSpec::Like(p.ints_or("axes", &[])?),
-        _ => return Err(Error::Param(format!("_slice_scatter: mode '{kind}' must be one of reverse, slice, slice_axis, slice_like"))),
+        _ => return Err(Error::Param(format!(
+            "_slice_scatter: mode '{kind}' must be one of reverse, slice, slice_axis, slice_like"
+        ))),
     })
 }
 
@@ -1381,7 +1622,13 @@ fn spec_kernel(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> 
     Ok(())
 }
 
-fn spec_grad(c: &OpCall, b: B, x: &[Entry], _: &[Entry], g: &[Entry]) -> Result<Vec<Option<Entry>>> {
+fn spec_grad(
+    c: &OpCall,
+    b: B,
+    x: &[Entry],
+    _: &[Entry],
+    g: &[Entry],
+) -> Result<Vec<Option<Entry>>> {
     let spec = c.p::<SliceSpec>();
     if let SliceSpec::Reverse(_) = spec {
         return Ok(vec![Some(b.op1("reverse", &spec.attrs(), &[g[0]])?)]);
@@ -1501,7 +1748,9 @@ fn diag_geom(s: &[usize], p: &DiagParam) -> Result<(usize, usize, usize, usize)>
     let a1 = norm_axis("diag", p.axis1, s.len())?;
     let a2 = norm_axis("diag", p.axis2, s.len())?;
     if a1 == a2 {
-        return Err(Error::Param(format!("diag: axis1 and axis2 must differ, both are {a1}")));
+        return Err(Error::Param(format!(
+            "diag: axis1 and axis2 must differ, both are {a1}"
+        )));
     }
     let st = strides(s);
     let (n1, n2) = (s[a1] as i64, s[a2] as i64);
@@ -1515,14 +1764,19 @@ fn diag_geom(s: &[usize], p: &DiagParam) -> Result<(usize, usize, usize, usize)>
 
 fn diag_shape(s: &[usize], p: &DiagParam) -> Result<Shape> {
     if s.is_empty() {
-        return Err(Error::Shape("diag: the input must have at least one dimension, got shape ()".into()));
+        return Err(Error::Shape(
+            "diag: the input must have at least one dimension, got shape ()".into(),
+        ));
     }
     if s.len() == 1 {
         let n = s[0] + p.k.unsigned_abs() as usize;
         return Ok(vec![n, n]);
     }
     let (a1, a2, len, _) = diag_geom(s, p)?;
-    let mut out: Shape = (0..s.len()).filter(|&k| k != a1 && k != a2).map(|k| s[k]).collect();
+    let mut out: Shape = (0..s.len())
+        .filter(|&k| k != a1 && k != a2)
+        .map(|k| s[k])
+        .collect();
     out.push(len);
     Ok(out)
 }
@@ -1590,7 +1844,11 @@ pub static DIAG_SCATTER: OpDef = OpDef {
     inputs: &["data", "like"],
     parse: |a| {
         let p = a.p("_diag_scatter");
-        Ok(Box::new(DiagParam { k: p.i64("k", 0)?, axis1: p.i64("axis1", 0)?, axis2: p.i64("axis2", 1)? }))
+        Ok(Box::new(DiagParam {
+            k: p.i64("k", 0)?,
+            axis1: p.i64("axis1", 0)?,
+            axis2: p.i64("axis2", 1)?,
+        }))
     },
     infer_shape: |c, ins, outs| {
         if let Some(l) = &ins[1] {
@@ -1644,16 +1902,41 @@ pub static DIAG_SCATTER: OpDef = OpDef {
     }),
     grad: Some(|c, b, _, _, g| {
         let p = c.p::<DiagParam>();
-        let attrs = [("k", p.k.to_string()), ("axis1", p.axis1.to_string()), ("axis2", p.axis2.to_string())];
+        let attrs = [
+            ("k", p.k.to_string()),
+            ("axis1", p.axis1.to_string()),
+            ("axis2", p.axis2.to_string()),
+        ];
         Ok(vec![Some(b.op1("diag", &attrs, &[g[0]])?), None])
     }),
     ..OpDef::BASE
 };
 
 pub static OPS: &[&OpDef] = &[
-    &RESHAPE, &RESHAPE_LIKE, &EXPAND_DIMS, &SQUEEZE, &FLATTEN, &SHAPE_ARRAY, &SIZE_ARRAY, &TRANSPOSE,
-    &SWAPAXIS, &CONCAT, &SPLIT_LIKE, &STACK, &SLICE_CHANNEL, &TILE, &TILE_SUM, &REPEAT, &REPEAT_SUM,
-    &REVERSE, &SLICE, &SLICE_AXIS, &SLICE_LIKE, &SLICE_SCATTER, &DIAG, &DIAG_SCATTER,
+    &RESHAPE,
+    &RESHAPE_LIKE,
+    &EXPAND_DIMS,
+    &SQUEEZE,
+    &FLATTEN,
+    &SHAPE_ARRAY,
+    &SIZE_ARRAY,
+    &TRANSPOSE,
+    &SWAPAXIS,
+    &CONCAT,
+    &SPLIT_LIKE,
+    &STACK,
+    &SLICE_CHANNEL,
+    &TILE,
+    &TILE_SUM,
+    &REPEAT,
+    &REPEAT_SUM,
+    &REVERSE,
+    &SLICE,
+    &SLICE_AXIS,
+    &SLICE_LIKE,
+    &SLICE_SCATTER,
+    &DIAG,
+    &DIAG_SCATTER,
 ];
 
 #[cfg(test)]
@@ -1734,15 +2017,29 @@ mod tests {
         ];
         for (ins, shape, rev, want) in cases {
             let x = iota(ins);
-            let (s, v) = run("Reshape", &[("shape", shape), ("reverse", if *rev { "True" } else { "False" })], &[x]);
+            let (s, v) = run(
+                "Reshape",
+                &[
+                    ("shape", shape),
+                    ("reverse", if *rev { "True" } else { "False" }),
+                ],
+                &[x],
+            );
             assert_eq!(s, want.to_vec(), "{ins:?} {shape} reverse={rev}");
             assert_eq!(v, (0..numel(ins)).map(|x| x as f64).collect::<Vec<_>>());
         }
         let m = err("reshape", &[("shape", "(5, -1)")], &[iota(&[2, 3, 4])]);
         assert!(m.starts_with("Reshape: cannot infer -1"), "{m}");
         let m = err("reshape", &[("shape", "(5, 5)")], &[iota(&[2, 3, 4])]);
-        assert_eq!(m, "Reshape: cannot reshape array of shape (2, 3, 4) into shape (5, 5) (shape=(5, 5))");
-        let m = err("Reshape", &[("target_shape", "(4, 6)")], &[iota(&[2, 3, 4])]);
+        assert_eq!(
+            m,
+            "Reshape: cannot reshape array of shape (2, 3, 4) into shape (5, 5) (shape=(5, 5))"
+        );
+        let m = err(
+            "Reshape",
+            &[("target_shape", "(4, 6)")],
+            &[iota(&[2, 3, 4])],
+        );
         assert!(m.contains("target_shape=(4, 6) is not supported"), "{m}");
         let m = err("Reshape", &[("shape", "(-1, -1)")], &[iota(&[2, 3, 4])]);
         assert!(m.contains("only one dimension can be -1"), "{m}");
@@ -1755,7 +2052,12 @@ mod tests {
         assert_eq!(v.len(), 12);
         let (s, _) = run(
             "reshape_like",
-            &[("lhs_begin", "1"), ("lhs_end", "None"), ("rhs_begin", "-2"), ("rhs_end", "None")],
+            &[
+                ("lhs_begin", "1"),
+                ("lhs_end", "None"),
+                ("rhs_begin", "-2"),
+                ("rhs_end", "None"),
+            ],
             &[iota(&[5, 6]), iota(&[9, 2, 3])],
         );
         assert_eq!(s, vec![5, 2, 3]);
@@ -1765,19 +2067,37 @@ mod tests {
 
     #[test]
     fn expand_squeeze_flatten_shape_size() {
-        assert_eq!(run("expand_dims", &[("axis", "1")], &[iota(&[2, 3])]).0, vec![2, 1, 3]);
-        assert_eq!(run("expand_dims", &[("axis", "-1")], &[iota(&[2, 3])]).0, vec![2, 3, 1]);
-        assert!(err("expand_dims", &[("axis", "3")], &[iota(&[2, 3])]).contains("axis 3 is out of range"));
+        assert_eq!(
+            run("expand_dims", &[("axis", "1")], &[iota(&[2, 3])]).0,
+            vec![2, 1, 3]
+        );
+        assert_eq!(
+            run("expand_dims", &[("axis", "-1")], &[iota(&[2, 3])]).0,
+            vec![2, 3, 1]
+        );
+        assert!(err("expand_dims", &[("axis", "3")], &[iota(&[2, 3])])
+            .contains("axis 3 is out of range"));
         assert_eq!(run("squeeze", &[], &[iota(&[1, 2, 1, 3])]).0, vec![2, 3]);
-        assert_eq!(run("squeeze", &[("axis", "(2,)")], &[iota(&[1, 2, 1, 3])]).0, vec![1, 2, 3]);
+        assert_eq!(
+            run("squeeze", &[("axis", "(2,)")], &[iota(&[1, 2, 1, 3])]).0,
+            vec![1, 2, 3]
+        );
         assert_eq!(run("squeeze", &[], &[iota(&[1, 1])]).0, vec![1]);
-        assert!(err("squeeze", &[("axis", "1")], &[iota(&[1, 2])]).contains("axis 1 of shape (1, 2) has size 2"));
+        assert!(err("squeeze", &[("axis", "1")], &[iota(&[1, 2])])
+            .contains("axis 1 of shape (1, 2) has size 2"));
         assert_eq!(run("Flatten", &[], &[iota(&[2, 3, 4])]).0, vec![2, 12]);
         assert_eq!(run("flatten", &[], &[iota(&[5])]).0, vec![5, 1]);
-        let o = call("shape_array", &[], &[iota(&[2, 3, 4])]).unwrap().remove(0);
+        let o = call("shape_array", &[], &[iota(&[2, 3, 4])])
+            .unwrap()
+            .remove(0);
         assert_eq!(o.to_vec::<i64>().unwrap(), vec![2, 3, 4]);
-        let o = call("size_array", &[], &[iota(&[2, 3, 4])]).unwrap().remove(0);
-        assert_eq!((o.shape.clone(), o.to_vec::<i64>().unwrap()), (vec![1], vec![24]));
+        let o = call("size_array", &[], &[iota(&[2, 3, 4])])
+            .unwrap()
+            .remove(0);
+        assert_eq!(
+            (o.shape.clone(), o.to_vec::<i64>().unwrap()),
+            (vec![1], vec![24])
+        );
     }
 
     #[test]
@@ -1795,7 +2115,13 @@ mod tests {
         ];
         for (s, perm) in shapes {
             let x = iota(s);
-            let axes = format!("({})", perm.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", "));
+            let axes = format!(
+                "({})",
+                perm.iter()
+                    .map(|a| a.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
             let (os, v) = run("transpose", &[("axes", &axes)], &[x.clone()]);
             let xv = x.to_vec::<f64>().unwrap();
             assert_eq!(os, perm.iter().map(|&a| s[a]).collect::<Vec<_>>());
@@ -1804,22 +2130,58 @@ mod tests {
         // default reverses the axes; negative axes
         let x = iota(&[2, 3, 4]);
         let xv = x.to_vec::<f64>().unwrap();
-        assert_eq!(run("transpose", &[], &[x.clone()]).1, ref_permute(&xv, &[2, 3, 4], &[2, 1, 0]));
-        assert_eq!(run("transpose", &[("axes", "(-1, 0, 1)")], &[x.clone()]).1, ref_permute(&xv, &[2, 3, 4], &[2, 0, 1]));
+        assert_eq!(
+            run("transpose", &[], &[x.clone()]).1,
+            ref_permute(&xv, &[2, 3, 4], &[2, 1, 0])
+        );
+        assert_eq!(
+            run("transpose", &[("axes", "(-1, 0, 1)")], &[x.clone()]).1,
+            ref_permute(&xv, &[2, 3, 4], &[2, 0, 1])
+        );
         assert!(err("transpose", &[("axes", "(0, 0, 1)")], &[x.clone()]).contains("repeat axis 0"));
-        assert!(err("transpose", &[("axes", "(0, 1)")], &[x.clone()]).contains("must list all 3 axes"));
+        assert!(
+            err("transpose", &[("axes", "(0, 1)")], &[x.clone()]).contains("must list all 3 axes")
+        );
         let (os, v) = run("SwapAxis", &[("dim1", "0"), ("dim2", "2")], &[x.clone()]);
         assert_eq!(os, vec![4, 3, 2]);
         assert_eq!(v, ref_permute(&xv, &[2, 3, 4], &[2, 1, 0]));
-        assert_eq!(run("swapaxes", &[("dim1", "1"), ("dim2", "-1")], &[x]).1, ref_permute(&xv, &[2, 3, 4], &[0, 2, 1]));
+        assert_eq!(
+            run("swapaxes", &[("dim1", "1"), ("dim2", "-1")], &[x]).1,
+            ref_permute(&xv, &[2, 3, 4], &[0, 2, 1])
+        );
         // other element sizes go through the same word kernels
         let ctx = Context::cpu(0);
         let h: Vec<half::f16> = (0..6).map(|v| half::f16::from_f32(v as f32)).collect();
-        let o = call("transpose", &[], &[NDArray::from_vec(h, &[2, 3], ctx).unwrap()]).unwrap().remove(0);
-        assert_eq!(o.to_vec::<half::f16>().unwrap().iter().map(|v| v.to_f32()).collect::<Vec<_>>(), vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
-        let o = call("transpose", &[], &[NDArray::from_vec(vec![0u8, 1, 2, 3, 4, 5], &[3, 2], ctx).unwrap()]).unwrap().remove(0);
+        let o = call(
+            "transpose",
+            &[],
+            &[NDArray::from_vec(h, &[2, 3], ctx).unwrap()],
+        )
+        .unwrap()
+        .remove(0);
+        assert_eq!(
+            o.to_vec::<half::f16>()
+                .unwrap()
+                .iter()
+                .map(|v| v.to_f32())
+                .collect::<Vec<_>>(),
+            vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0]
+        );
+        let o = call(
+            "transpose",
+            &[],
+            &[NDArray::from_vec(vec![0u8, 1, 2, 3, 4, 5], &[3, 2], ctx).unwrap()],
+        )
+        .unwrap()
+        .remove(0);
         assert_eq!(o.to_vec::<u8>().unwrap(), vec![0, 2, 4, 1, 3, 5]);
-        let o = call("transpose", &[], &[NDArray::from_vec(vec![0i32, 1, 2, 3, 4, 5], &[3, 2], ctx).unwrap()]).unwrap().remove(0);
+        let o = call(
+            "transpose",
+            &[],
+            &[NDArray::from_vec(vec![0i32, 1, 2, 3, 4, 5], &[3, 2], ctx).unwrap()],
+        )
+        .unwrap()
+        .remove(0);
         assert_eq!(o.to_vec::<i32>().unwrap(), vec![0, 2, 4, 1, 3, 5]);
     }
 
@@ -1829,36 +2191,75 @@ mod tests {
         let b = arr(&[10.0, 11.0, 12.0, 13.0, 14.0, 15.0], &[2, 3]);
         let (s, v) = run("Concat", &[("num_args", "2")], &[a.clone(), b.clone()]);
         assert_eq!(s, vec![2, 5]);
-        assert_eq!(v, vec![0.0, 1.0, 10.0, 11.0, 12.0, 2.0, 3.0, 13.0, 14.0, 15.0]);
-        let (s, v) = run("concat", &[("num_args", "2"), ("dim", "0")], &[a.clone(), arr(&[7.0, 8.0], &[1, 2])]);
+        assert_eq!(
+            v,
+            vec![0.0, 1.0, 10.0, 11.0, 12.0, 2.0, 3.0, 13.0, 14.0, 15.0]
+        );
+        let (s, v) = run(
+            "concat",
+            &[("num_args", "2"), ("dim", "0")],
+            &[a.clone(), arr(&[7.0, 8.0], &[1, 2])],
+        );
         assert_eq!(s, vec![3, 2]);
         assert_eq!(v, vec![0.0, 1.0, 2.0, 3.0, 7.0, 8.0]);
-        let m = err("Concat", &[("num_args", "2"), ("dim", "0")], &[a.clone(), b.clone()]);
+        let m = err(
+            "Concat",
+            &[("num_args", "2"), ("dim", "0")],
+            &[a.clone(), b.clone()],
+        );
         assert_eq!(m, "Concat: input 1 has shape (2, 3), which does not match input 0's shape (2, 2) outside dimension 0");
-        assert!(err("Concat", &[("num_args", "3")], &[a.clone(), b.clone()]).contains("expected 3 input(s)"));
+        assert!(err("Concat", &[("num_args", "3")], &[a.clone(), b.clone()])
+            .contains("expected 3 input(s)"));
 
         let c = arr(&[4.0, 5.0, 6.0, 7.0], &[2, 2]);
-        let (s, v) = run("stack", &[("num_args", "2"), ("axis", "1")], &[a.clone(), c.clone()]);
+        let (s, v) = run(
+            "stack",
+            &[("num_args", "2"), ("axis", "1")],
+            &[a.clone(), c.clone()],
+        );
         assert_eq!(s, vec![2, 2, 2]);
         assert_eq!(v, vec![0.0, 1.0, 4.0, 5.0, 2.0, 3.0, 6.0, 7.0]);
-        let (s, v) = run("stack", &[("num_args", "2"), ("axis", "-1")], &[a.clone(), c.clone()]);
+        let (s, v) = run(
+            "stack",
+            &[("num_args", "2"), ("axis", "-1")],
+            &[a.clone(), c.clone()],
+        );
         assert_eq!(s, vec![2, 2, 2]);
         assert_eq!(v, vec![0.0, 4.0, 1.0, 5.0, 2.0, 6.0, 3.0, 7.0]);
         let (s, v) = run("stack", &[("num_args", "2")], &[a.clone(), c]);
         assert_eq!(s, vec![2, 2, 2]);
         assert_eq!(v, vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]);
-        assert!(err("stack", &[("num_args", "2")], &[a.clone(), b.clone()]).contains("input 1 has shape (2, 3)"));
+        assert!(err("stack", &[("num_args", "2")], &[a.clone(), b.clone()])
+            .contains("input 1 has shape (2, 3)"));
 
         let x = iota(&[2, 6]);
         let outs = call("SliceChannel", &[("num_outputs", "3")], &[x.clone()]).unwrap();
         assert_eq!(outs.len(), 3);
         assert_eq!(outs[1].shape, vec![2, 2]);
         assert_eq!(outs[1].to_vec::<f64>().unwrap(), vec![2.0, 3.0, 8.0, 9.0]);
-        let outs = call("split", &[("num_outputs", "2"), ("axis", "0"), ("squeeze_axis", "True")], &[x.clone()]).unwrap();
+        let outs = call(
+            "split",
+            &[
+                ("num_outputs", "2"),
+                ("axis", "0"),
+                ("squeeze_axis", "True"),
+            ],
+            &[x.clone()],
+        )
+        .unwrap();
         assert_eq!(outs[1].shape, vec![6]);
-        assert_eq!(outs[1].to_vec::<f64>().unwrap(), vec![6.0, 7.0, 8.0, 9.0, 10.0, 11.0]);
-        assert!(err("split", &[("num_outputs", "4")], &[x.clone()]).contains("does not split evenly into num_outputs=4"));
-        assert!(err("split", &[("num_outputs", "3"), ("squeeze_axis", "1")], &[x]).contains("squeeze_axis=True"));
+        assert_eq!(
+            outs[1].to_vec::<f64>().unwrap(),
+            vec![6.0, 7.0, 8.0, 9.0, 10.0, 11.0]
+        );
+        assert!(err("split", &[("num_outputs", "4")], &[x.clone()])
+            .contains("does not split evenly into num_outputs=4"));
+        assert!(err(
+            "split",
+            &[("num_outputs", "3"), ("squeeze_axis", "1")],
+            &[x]
+        )
+        .contains("squeeze_axis=True"));
     }
 
     #[test]
@@ -1866,24 +2267,37 @@ mod tests {
         let x = iota(&[2, 3]);
         let (s, v) = run("tile", &[("reps", "(2, 2)")], &[x.clone()]);
         assert_eq!(s, vec![4, 6]);
-        let want: Vec<f64> = indices(&[4, 6]).iter().map(|i| ((i[0] % 2) * 3 + i[1] % 3) as f64).collect();
+        let want: Vec<f64> = indices(&[4, 6])
+            .iter()
+            .map(|i| ((i[0] % 2) * 3 + i[1] % 3) as f64)
+            .collect();
         assert_eq!(v, want);
         let (s, v) = run("tile", &[("reps", "(2,)")], &[x.clone()]);
         assert_eq!(s, vec![2, 6]);
-        assert_eq!(v, vec![0.0, 1.0, 2.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 3.0, 4.0, 5.0]);
+        assert_eq!(
+            v,
+            vec![0.0, 1.0, 2.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 3.0, 4.0, 5.0]
+        );
         let (s, v) = run("tile", &[("reps", "(2, 1, 1)")], &[x.clone()]);
         assert_eq!(s, vec![2, 2, 3]);
         assert_eq!(v, [0.0, 1.0, 2.0, 3.0, 4.0, 5.0].repeat(2));
         let (s, v) = run("repeat", &[("repeats", "2")], &[x.clone()]);
         assert_eq!(s, vec![12]);
-        assert_eq!(v, vec![0.0, 0.0, 1.0, 1.0, 2.0, 2.0, 3.0, 3.0, 4.0, 4.0, 5.0, 5.0]);
+        assert_eq!(
+            v,
+            vec![0.0, 0.0, 1.0, 1.0, 2.0, 2.0, 3.0, 3.0, 4.0, 4.0, 5.0, 5.0]
+        );
         let (s, v) = run("repeat", &[("repeats", "2"), ("axis", "0")], &[x.clone()]);
         assert_eq!(s, vec![4, 3]);
-        assert_eq!(v, vec![0.0, 1.0, 2.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 3.0, 4.0, 5.0]);
+        assert_eq!(
+            v,
+            vec![0.0, 1.0, 2.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 3.0, 4.0, 5.0]
+        );
         let (s, v) = run("repeat", &[("repeats", "3"), ("axis", "-1")], &[x.clone()]);
         assert_eq!(s, vec![2, 9]);
         assert_eq!(&v[..9], &[0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0]);
-        assert!(err("repeat", &[("repeats", "2"), ("axis", "2")], &[x]).contains("axis 2 is out of range"));
+        assert!(err("repeat", &[("repeats", "2"), ("axis", "2")], &[x])
+            .contains("axis 2 is out of range"));
     }
 
     /// CPython's slice.indices.
@@ -1907,15 +2321,34 @@ mod tests {
 
     #[test]
     fn slice_matches_python_slicing() {
-        let opts = [None, Some(-7), Some(-2), Some(0), Some(1), Some(3), Some(5), Some(9)];
+        let opts = [
+            None,
+            Some(-7),
+            Some(-2),
+            Some(0),
+            Some(1),
+            Some(3),
+            Some(5),
+            Some(9),
+        ];
         let x = iota(&[5]);
         for b in opts {
             for e in opts {
                 for s in [1i64, 2, 3, -1, -2] {
-                    let f = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_else(|| "None".into());
-                    let (bs, es, ss) = (format!("({},)", f(b)), format!("({},)", f(e)), format!("({s},)"));
-                    let (shape, v) = run("slice", &[("begin", &bs), ("end", &es), ("step", &ss)], &[x.clone()]);
-                    let want: Vec<f64> = py_range(5, b, e, s).into_iter().map(|i| i as f64).collect();
+                    let f =
+                        |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_else(|| "None".into());
+                    let (bs, es, ss) = (
+                        format!("({},)", f(b)),
+                        format!("({},)", f(e)),
+                        format!("({s},)"),
+                    );
+                    let (shape, v) = run(
+                        "slice",
+                        &[("begin", &bs), ("end", &es), ("step", &ss)],
+                        &[x.clone()],
+                    );
+                    let want: Vec<f64> =
+                        py_range(5, b, e, s).into_iter().map(|i| i as f64).collect();
                     assert_eq!(shape, vec![want.len()], "slice b={b:?} e={e:?} s={s}");
                     assert_eq!(v, want, "slice b={b:?} e={e:?} s={s}");
                 }
@@ -1923,7 +2356,15 @@ mod tests {
         }
         // multi-axis with a trailing untouched axis
         let x = iota(&[4, 5, 3]);
-        let (s, v) = run("crop", &[("begin", "(1, None)"), ("end", "(None, 0)"), ("step", "(2, -2)")], &[x.clone()]);
+        let (s, v) = run(
+            "crop",
+            &[
+                ("begin", "(1, None)"),
+                ("end", "(None, 0)"),
+                ("step", "(2, -2)"),
+            ],
+            &[x.clone()],
+        );
         assert_eq!(s, vec![2, 2, 3]);
         let xv = x.to_vec::<f64>().unwrap();
         let mut want = vec![];
@@ -1935,24 +2376,51 @@ mod tests {
             }
         }
         assert_eq!(v, want);
-        assert!(err("slice", &[("begin", "(0, 0)"), ("end", "(1,)")], &[x.clone()]).contains("same length"));
-        assert!(err("slice", &[("begin", "(0,)"), ("end", "(1,)"), ("step", "(0,)")], &[x]).contains("step[0] must not be 0"));
+        assert!(err(
+            "slice",
+            &[("begin", "(0, 0)"), ("end", "(1,)")],
+            &[x.clone()]
+        )
+        .contains("same length"));
+        assert!(err(
+            "slice",
+            &[("begin", "(0,)"), ("end", "(1,)"), ("step", "(0,)")],
+            &[x]
+        )
+        .contains("step[0] must not be 0"));
     }
 
     #[test]
     fn slice_axis_like_reverse() {
         let x = iota(&[3, 4]);
-        let (s, v) = run("slice_axis", &[("axis", "1"), ("begin", "1"), ("end", "3")], &[x.clone()]);
+        let (s, v) = run(
+            "slice_axis",
+            &[("axis", "1"), ("begin", "1"), ("end", "3")],
+            &[x.clone()],
+        );
         assert_eq!(s, vec![3, 2]);
         assert_eq!(v, vec![1.0, 2.0, 5.0, 6.0, 9.0, 10.0]);
-        let (s, v) = run("slice_axis", &[("axis", "-2"), ("begin", "-1"), ("end", "None")], &[x.clone()]);
+        let (s, v) = run(
+            "slice_axis",
+            &[("axis", "-2"), ("begin", "-1"), ("end", "None")],
+            &[x.clone()],
+        );
         assert_eq!(s, vec![1, 4]);
         assert_eq!(v, vec![8.0, 9.0, 10.0, 11.0]);
-        assert!(err("slice_axis", &[("axis", "0"), ("begin", "2"), ("end", "1")], &[x.clone()]).contains("non-empty range"));
+        assert!(err(
+            "slice_axis",
+            &[("axis", "0"), ("begin", "2"), ("end", "1")],
+            &[x.clone()]
+        )
+        .contains("non-empty range"));
         let (s, v) = run("slice_like", &[], &[x.clone(), iota(&[2, 3])]);
         assert_eq!(s, vec![2, 3]);
         assert_eq!(v, vec![0.0, 1.0, 2.0, 4.0, 5.0, 6.0]);
-        let (s, _) = run("slice_like", &[("axes", "(1,)")], &[x.clone(), iota(&[1, 2])]);
+        let (s, _) = run(
+            "slice_like",
+            &[("axes", "(1,)")],
+            &[x.clone(), iota(&[1, 2])],
+        );
         assert_eq!(s, vec![3, 2]);
         assert!(err("slice_like", &[], &[x.clone(), iota(&[4, 4])]).contains("larger than"));
         let (s, v) = run("reverse", &[("axis", "(0, 1)")], &[x.clone()]);
@@ -1983,37 +2451,192 @@ mod tests {
     #[test]
     fn gradients() {
         let v24 = || vals(24, 1);
-        check_grad("Reshape", &[("shape", "(4, -1)")], &[(v24(), vec![2, 3, 4])], &[0]);
-        check_grad("reshape_like", &[], &[(v24(), vec![2, 3, 4]), (vals(24, 2), vec![6, 4])], &[0]);
-        check_grad("transpose", &[("axes", "(1, 2, 0)")], &[(v24(), vec![2, 3, 4])], &[0]);
-        check_grad("transpose", &[("axes", "(-1, 0, 1)")], &[(v24(), vec![2, 3, 4])], &[0]);
+        check_grad(
+            "Reshape",
+            &[("shape", "(4, -1)")],
+            &[(v24(), vec![2, 3, 4])],
+            &[0],
+        );
+        check_grad(
+            "reshape_like",
+            &[],
+            &[(v24(), vec![2, 3, 4]), (vals(24, 2), vec![6, 4])],
+            &[0],
+        );
+        check_grad(
+            "transpose",
+            &[("axes", "(1, 2, 0)")],
+            &[(v24(), vec![2, 3, 4])],
+            &[0],
+        );
+        check_grad(
+            "transpose",
+            &[("axes", "(-1, 0, 1)")],
+            &[(v24(), vec![2, 3, 4])],
+            &[0],
+        );
         check_grad("transpose", &[], &[(v24(), vec![2, 3, 4])], &[0]);
-        check_grad("SwapAxis", &[("dim1", "0"), ("dim2", "2")], &[(v24(), vec![2, 3, 4])], &[0]);
-        check_grad("expand_dims", &[("axis", "1")], &[(v24(), vec![2, 3, 4])], &[0]);
+        check_grad(
+            "SwapAxis",
+            &[("dim1", "0"), ("dim2", "2")],
+            &[(v24(), vec![2, 3, 4])],
+            &[0],
+        );
+        check_grad(
+            "expand_dims",
+            &[("axis", "1")],
+            &[(v24(), vec![2, 3, 4])],
+            &[0],
+        );
         check_grad("squeeze", &[], &[(vals(6, 1), vec![2, 1, 3])], &[0]);
         check_grad("Flatten", &[], &[(v24(), vec![2, 3, 4])], &[0]);
-        check_grad("Concat", &[("num_args", "3"), ("dim", "-1")], &[(vals(4, 1), vec![2, 2]), (vals(6, 2), vec![2, 3]), (vals(2, 3), vec![2, 1])], &[0, 1, 2]);
-        check_grad("stack", &[("num_args", "2"), ("axis", "1")], &[(vals(6, 1), vec![2, 3]), (vals(6, 2), vec![2, 3])], &[0, 1]);
-        check_grad("stack", &[("num_args", "2"), ("axis", "-1")], &[(vals(6, 1), vec![2, 3]), (vals(6, 2), vec![2, 3])], &[0, 1]);
-        check_grad("SliceChannel", &[("num_outputs", "3"), ("axis", "-1")], &[(vals(12, 1), vec![2, 6])], &[0]);
-        check_grad("SliceChannel", &[("num_outputs", "2"), ("axis", "0"), ("squeeze_axis", "True")], &[(vals(6, 1), vec![2, 3])], &[0]);
-        check_grad("tile", &[("reps", "(2, 1, 3)")], &[(vals(6, 1), vec![2, 3])], &[0]);
-        check_grad("tile", &[("reps", "(2,)")], &[(vals(6, 1), vec![2, 3])], &[0]);
-        check_grad("repeat", &[("repeats", "3"), ("axis", "1")], &[(vals(6, 1), vec![2, 3])], &[0]);
-        check_grad("repeat", &[("repeats", "2")], &[(vals(6, 1), vec![2, 3])], &[0]);
-        check_grad("reverse", &[("axis", "(0, 2)")], &[(v24(), vec![2, 3, 4])], &[0]);
-        check_grad("slice", &[("begin", "(1, None)"), ("end", "(None, 0)"), ("step", "(1, -2)")], &[(v24(), vec![2, 3, 4])], &[0]);
-        check_grad("slice_axis", &[("axis", "-1"), ("begin", "1"), ("end", "3")], &[(v24(), vec![2, 3, 4])], &[0]);
-        check_grad("slice_like", &[("axes", "(0, 2)")], &[(v24(), vec![2, 3, 4]), (vals(8, 2), vec![1, 4, 2])], &[0]);
+        check_grad(
+            "Concat",
+            &[("num_args", "3"), ("dim", "-1")],
+            &[
+                (vals(4, 1), vec![2, 2]),
+                (vals(6, 2), vec![2, 3]),
+                (vals(2, 3), vec![2, 1]),
+            ],
+            &[0, 1, 2],
+        );
+        check_grad(
+            "stack",
+            &[("num_args", "2"), ("axis", "1")],
+            &[(vals(6, 1), vec![2, 3]), (vals(6, 2), vec![2, 3])],
+            &[0, 1],
+        );
+        check_grad(
+            "stack",
+            &[("num_args", "2"), ("axis", "-1")],
+            &[(vals(6, 1), vec![2, 3]), (vals(6, 2), vec![2, 3])],
+            &[0, 1],
+        );
+        check_grad(
+            "SliceChannel",
+            &[("num_outputs", "3"), ("axis", "-1")],
+            &[(vals(12, 1), vec![2, 6])],
+            &[0],
+        );
+        check_grad(
+            "SliceChannel",
+            &[
+                ("num_outputs", "2"),
+                ("axis", "0"),
+                ("squeeze_axis", "True"),
+            ],
+            &[(vals(6, 1), vec![2, 3])],
+            &[0],
+        );
+        check_grad(
+            "tile",
+            &[("reps", "(2, 1, 3)")],
+            &[(vals(6, 1), vec![2, 3])],
+            &[0],
+        );
+        check_grad(
+            "tile",
+            &[("reps", "(2,)")],
+            &[(vals(6, 1), vec![2, 3])],
+            &[0],
+        );
+        check_grad(
+            "repeat",
+            &[("repeats", "3"), ("axis", "1")],
+            &[(vals(6, 1), vec![2, 3])],
+            &[0],
+        );
+        check_grad(
+            "repeat",
+            &[("repeats", "2")],
+            &[(vals(6, 1), vec![2, 3])],
+            &[0],
+        );
+        check_grad(
+            "reverse",
+            &[("axis", "(0, 2)")],
+            &[(v24(), vec![2, 3, 4])],
+            &[0],
+        );
+        check_grad(
+            "slice",
+            &[
+                ("begin", "(1, None)"),
+                ("end", "(None, 0)"),
+                ("step", "(1, -2)"),
+            ],
+            &[(v24(), vec![2, 3, 4])],
+            &[0],
+        );
+        check_grad(
+            "slice_axis",
+            &[("axis", "-1"), ("begin", "1"), ("end", "3")],
+            &[(v24(), vec![2, 3, 4])],
+            &[0],
+        );
+        check_grad(
+            "slice_like",
+            &[("axes", "(0, 2)")],
+            &[(v24(), vec![2, 3, 4]), (vals(8, 2), vec![1, 4, 2])],
+            &[0],
+        );
         check_grad("diag", &[("k", "1")], &[(vals(12, 1), vec![3, 4])], &[0]);
         check_grad("diag", &[("k", "-1")], &[(vals(3, 1), vec![3])], &[0]);
-        check_grad("diag", &[("axis1", "2"), ("axis2", "0")], &[(v24(), vec![2, 3, 4])], &[0]);
+        check_grad(
+            "diag",
+            &[("axis1", "2"), ("axis2", "0")],
+            &[(v24(), vec![2, 3, 4])],
+            &[0],
+        );
         // internal ops are differentiable too
-        check_grad("_split_like", &[("num_args", "2"), ("dim", "1")], &[(vals(10, 1), vec![2, 5]), (vals(4, 2), vec![2, 2]), (vals(6, 3), vec![2, 3])], &[0]);
-        check_grad("_tile_sum", &[("reps", "(2, 2)")], &[(v24(), vec![4, 6]), (vals(6, 2), vec![2, 3])], &[0]);
-        check_grad("_repeat_sum", &[("repeats", "2"), ("axis", "0")], &[(vals(12, 1), vec![4, 3]), (vals(6, 2), vec![2, 3])], &[0]);
-        check_grad("_slice_scatter", &[("mode", "slice_axis"), ("axis", "1"), ("begin", "1"), ("end", "None")], &[(vals(4, 1), vec![2, 2]), (vals(6, 2), vec![2, 3])], &[0]);
-        check_grad("_diag_scatter", &[("k", "0")], &[(vals(3, 1), vec![3]), (vals(12, 2), vec![3, 4])], &[0]);
-        check_grad("_dot_flat_out", &[], &[(v24(), vec![2, 3, 4]), (vals(12, 2), vec![2, 3, 2]), (vals(8, 3), vec![2, 4])], &[0]);
+        check_grad(
+            "_split_like",
+            &[("num_args", "2"), ("dim", "1")],
+            &[
+                (vals(10, 1), vec![2, 5]),
+                (vals(4, 2), vec![2, 2]),
+                (vals(6, 3), vec![2, 3]),
+            ],
+            &[0],
+        );
+        check_grad(
+            "_tile_sum",
+            &[("reps", "(2, 2)")],
+            &[(v24(), vec![4, 6]), (vals(6, 2), vec![2, 3])],
+            &[0],
+        );
+        check_grad(
+            "_repeat_sum",
+            &[("repeats", "2"), ("axis", "0")],
+            &[(vals(12, 1), vec![4, 3]), (vals(6, 2), vec![2, 3])],
+            &[0],
+        );
+        check_grad(
+            "_slice_scatter",
+            &[
+                ("mode", "slice_axis"),
+                ("axis", "1"),
+                ("begin", "1"),
+                ("end", "None"),
+            ],
+            &[(vals(4, 1), vec![2, 2]), (vals(6, 2), vec![2, 3])],
+            &[0],
+        );
+        check_grad(
+            "_diag_scatter",
+            &[("k", "0")],
+            &[(vals(3, 1), vec![3]), (vals(12, 2), vec![3, 4])],
+            &[0],
+        );
+        check_grad(
+            "_dot_flat_out",
+            &[],
+            &[
+                (v24(), vec![2, 3, 4]),
+                (vals(12, 2), vec![2, 3, 2]),
+                (vals(8, 3), vec![2, 4]),
+            ],
+            &[0],
+        );
     }
 }

@@ -20,7 +20,9 @@ impl Format {
         match s {
             "table" => Ok(Format::Table),
             "json" => Ok(Format::Json),
-            _ => Err(Error::Param(format!("dumps: format must be 'table' or 'json', got '{s}'"))),
+            _ => Err(Error::Param(format!(
+                "dumps: format must be 'table' or 'json', got '{s}'"
+            ))),
         }
     }
 }
@@ -115,9 +117,15 @@ fn section(r: &Record) -> Option<(String, Unit)> {
     match r.kind {
         Kind::Operator => Some((format!("operator ({})", device_name(r.ctx)), Unit::Time)),
         Kind::Api => Some(("MXNET_C_API".to_string(), Unit::Time)),
-        Kind::Task | Kind::Frame => Some((r.domain.as_deref().unwrap_or("default").to_string(), Unit::Time)),
+        Kind::Task | Kind::Frame => Some((
+            r.domain.as_deref().unwrap_or("default").to_string(),
+            Unit::Time,
+        )),
         Kind::Event => Some(("event".to_string(), Unit::Time)),
-        Kind::Counter => Some((format!("{} (counters)", r.domain.as_deref().unwrap_or("default")), Unit::Value)),
+        Kind::Counter => Some((
+            format!("{} (counters)", r.domain.as_deref().unwrap_or("default")),
+            Unit::Value,
+        )),
         Kind::Memory => Some(("Device Storage".to_string(), Unit::Memory)),
         Kind::Marker => None,
     }
@@ -130,7 +138,9 @@ pub(crate) fn fold(records: &[Record]) {
     }
     let mut t = table().lock();
     for r in records {
-        let Some((sec, unit)) = section(r) else { continue };
+        let Some((sec, unit)) = section(r) else {
+            continue;
+        };
         let v = match unit {
             Unit::Time => r.dur_ns as f64,
             Unit::Memory | Unit::Value => r.value as f64,
@@ -139,7 +149,13 @@ pub(crate) fn fold(records: &[Record]) {
         t.entry(sec)
             .or_default()
             .entry(name)
-            .or_insert(Stat { unit, count: 0, total: 0.0, min: f64::INFINITY, max: f64::NEG_INFINITY })
+            .or_insert(Stat {
+                unit,
+                count: 0,
+                total: 0.0,
+                min: f64::INFINITY,
+                max: f64::NEG_INFINITY,
+            })
             .add(v);
     }
 }
@@ -156,7 +172,10 @@ pub fn snapshot() -> BTreeMap<String, BTreeMap<String, Stat>> {
 fn sorted(rows: &BTreeMap<String, Stat>, by: SortBy, ascending: bool) -> Vec<(&String, &Stat)> {
     let mut v: Vec<(&String, &Stat)> = rows.iter().collect();
     v.sort_by(|a, b| {
-        let o = a.1.key(by).partial_cmp(&b.1.key(by)).unwrap_or(std::cmp::Ordering::Equal);
+        let o =
+            a.1.key(by)
+                .partial_cmp(&b.1.key(by))
+                .unwrap_or(std::cmp::Ordering::Equal);
         let o = if ascending { o } else { o.reverse() };
         o.then_with(|| a.0.cmp(b.0))
     });
@@ -175,12 +194,30 @@ fn render_table(t: &Table, by: SortBy, ascending: bool) -> String {
     let mut s = String::new();
     s.push_str("\nProfile Statistics:\n\tNote the difference in units for different entries.\n");
     for (sec, rows) in t {
-        let Some(unit) = rows.values().next().map(|r| r.unit) else { continue };
-        let w = rows.keys().map(|k| k.chars().count()).max().unwrap_or(0).max(29) + 1;
+        let Some(unit) = rows.values().next().map(|r| r.unit) else {
+            continue;
+        };
+        let w = rows
+            .keys()
+            .map(|k| k.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(29)
+            + 1;
         let _ = writeln!(s, "{sec}\n=================");
         let cols: [&str; 4] = match unit {
-            Unit::Time => ["Time (ms)", "Min Time (ms)", "Max Time (ms)", "Avg Time (ms)"],
-            Unit::Memory => ["Total Use (kB)", "Min Use  (kB)", "Max Use  (kB)", "Avg Use  (kB)"],
+            Unit::Time => [
+                "Time (ms)",
+                "Min Time (ms)",
+                "Max Time (ms)",
+                "Avg Time (ms)",
+            ],
+            Unit::Memory => [
+                "Total Use (kB)",
+                "Min Use  (kB)",
+                "Max Use  (kB)",
+                "Avg Use  (kB)",
+            ],
             Unit::Value => ["Total Value", "Min Value", "Max Value", "Avg Value"],
         };
         let _ = writeln!(
@@ -217,7 +254,9 @@ fn render_json(t: &Table) -> String {
     let mut memory = Map::new();
     let mut counter = Map::new();
     for (sec, rows) in t {
-        let Some(unit) = rows.values().next().map(|r| r.unit) else { continue };
+        let Some(unit) = rows.values().next().map(|r| r.unit) else {
+            continue;
+        };
         let mut m = Map::new();
         for (name, st) in rows {
             let (tot, mn, mx, avg) = st.shown();

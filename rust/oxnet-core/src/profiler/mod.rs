@@ -53,7 +53,10 @@ pub enum Kind {
 
 impl Kind {
     pub fn is_duration(self) -> bool {
-        matches!(self, Kind::Operator | Kind::Api | Kind::Task | Kind::Frame | Kind::Event)
+        matches!(
+            self,
+            Kind::Operator | Kind::Api | Kind::Task | Kind::Frame | Kind::Event
+        )
     }
 }
 
@@ -181,7 +184,9 @@ fn parse_bool(key: &str, v: &str) -> Result<bool> {
     match v.trim() {
         "True" | "true" | "1" => Ok(true),
         "False" | "false" | "0" => Ok(false),
-        _ => Err(Error::Param(format!("set_config: {key} must be a boolean, got '{v}'"))),
+        _ => Err(Error::Param(format!(
+            "set_config: {key} must be a boolean, got '{v}'"
+        ))),
     }
 }
 
@@ -350,17 +355,19 @@ pub fn objects_enabled() -> bool {
 }
 
 fn start_continuous_dump(gen: u64, period: f64) {
-    let _ = std::thread::Builder::new().name("oxnet-profiler-dump".into()).spawn(move || loop {
-        std::thread::sleep(Duration::from_secs_f64(period));
-        {
-            let s = state().lock();
-            if s.generation != gen || !s.running || !s.config.continuous_dump {
-                return;
+    let _ = std::thread::Builder::new()
+        .name("oxnet-profiler-dump".into())
+        .spawn(move || loop {
+            std::thread::sleep(Duration::from_secs_f64(period));
+            {
+                let s = state().lock();
+                if s.generation != gen || !s.running || !s.config.continuous_dump {
+                    return;
+                }
             }
-        }
-        // A failed periodic write is reported by the next explicit dump.
-        let _ = write_dump(false, false);
-    });
+            // A failed periodic write is reported by the next explicit dump.
+            let _ = write_dump(false, false);
+        });
 }
 
 // ---------------------------------------------------------------------------
@@ -405,26 +412,30 @@ thread_local! {
 /// while the thread's locals are being destroyed (a record made by a
 /// destructor at thread exit is dropped rather than aborting).
 fn with_local<R>(f: impl FnOnce(&ThreadBuf) -> R) -> Option<R> {
-    LOCAL.try_with(|l| {
-        let mut l = l.borrow_mut();
-        if l.is_none() {
-            let mut all = buffers().lock();
-            let tid = all.len() as u32;
-            let name = match std::thread::current().name() {
-                Some(n) => n.to_string(),
-                None => format!("host thread {tid}"),
-            };
-            let tb = Arc::new(ThreadBuf {
-                tid,
-                name,
-                buf: Mutex::new(Buf { events: Vec::new(), folded: 0 }),
-            });
-            all.push(tb.clone());
-            *l = Some(tb);
-        }
-        f(l.as_ref().unwrap())
-    })
-    .ok()
+    LOCAL
+        .try_with(|l| {
+            let mut l = l.borrow_mut();
+            if l.is_none() {
+                let mut all = buffers().lock();
+                let tid = all.len() as u32;
+                let name = match std::thread::current().name() {
+                    Some(n) => n.to_string(),
+                    None => format!("host thread {tid}"),
+                };
+                let tb = Arc::new(ThreadBuf {
+                    tid,
+                    name,
+                    buf: Mutex::new(Buf {
+                        events: Vec::new(),
+                        folded: 0,
+                    }),
+                });
+                all.push(tb.clone());
+                *l = Some(tb);
+            }
+            f(l.as_ref().unwrap())
+        })
+        .ok()
 }
 
 /// Called once by each engine worker so its events get a stable thread id
@@ -520,7 +531,11 @@ pub struct ApiScope {
 impl ApiScope {
     #[inline]
     pub fn new(name: &'static str, op: &'static str) -> ApiScope {
-        let start = if FLAGS.load(Ordering::Relaxed) & F_API != 0 { Some(now_ns()) } else { None };
+        let start = if FLAGS.load(Ordering::Relaxed) & F_API != 0 {
+            Some(now_ns())
+        } else {
+            None
+        };
         ApiScope { start, name, op }
     }
 }
@@ -542,7 +557,12 @@ impl Drop for ApiScope {
 pub fn memory_counter(pool: &Pool) {
     if FLAGS.load(Ordering::Relaxed) & F_MEM != 0 {
         let s = pool.stats();
-        let mut r = Record::new(Kind::Memory, Name::Static("Memory: cpu/0"), Context::cpu(0), now_ns());
+        let mut r = Record::new(
+            Kind::Memory,
+            Name::Static("Memory: cpu/0"),
+            Context::cpu(0),
+            now_ns(),
+        );
         r.value = s.bytes_in_use as i64;
         record(r);
     }
@@ -564,7 +584,9 @@ pub fn object_start() -> Option<u64> {
 /// Record a Task, Frame or Event that started at `start_ns`.
 pub fn record_duration(kind: Kind, domain: Option<&str>, name: &str, start_ns: u64) -> Result<()> {
     if !matches!(kind, Kind::Task | Kind::Frame | Kind::Event) {
-        return Err(Error::Param(format!("profiler: {kind:?} is not a duration object")));
+        return Err(Error::Param(format!(
+            "profiler: {kind:?} is not a duration object"
+        )));
     }
     let end = now_ns();
     if end < start_ns {
@@ -572,7 +594,12 @@ pub fn record_duration(kind: Kind, domain: Option<&str>, name: &str, start_ns: u
             "profiler: {name} stopped before it started (start {start_ns} ns, now {end} ns)"
         )));
     }
-    let mut r = Record::new(kind, Name::Shared(Arc::from(name)), Context::cpu(0), start_ns);
+    let mut r = Record::new(
+        kind,
+        Name::Shared(Arc::from(name)),
+        Context::cpu(0),
+        start_ns,
+    );
     r.dur_ns = end - start_ns;
     r.domain = domain.map(Arc::from);
     record(r);
@@ -582,7 +609,12 @@ pub fn record_duration(kind: Kind, domain: Option<&str>, name: &str, start_ns: u
 /// Record a counter's new value (when recording).
 pub fn record_counter(domain: &str, name: &str, value: i64) {
     if objects_enabled() {
-        let mut r = Record::new(Kind::Counter, Name::Shared(Arc::from(name)), Context::cpu(0), now_ns());
+        let mut r = Record::new(
+            Kind::Counter,
+            Name::Shared(Arc::from(name)),
+            Context::cpu(0),
+            now_ns(),
+        );
         r.domain = Some(Arc::from(domain));
         r.value = value;
         record(r);
@@ -592,7 +624,12 @@ pub fn record_counter(domain: &str, name: &str, value: i64) {
 /// Record an instant marker (when recording).
 pub fn record_marker(domain: &str, name: &str, scope: MarkScope) {
     if objects_enabled() {
-        let mut r = Record::new(Kind::Marker, Name::Shared(Arc::from(name)), Context::cpu(0), now_ns());
+        let mut r = Record::new(
+            Kind::Marker,
+            Name::Shared(Arc::from(name)),
+            Context::cpu(0),
+            now_ns(),
+        );
         r.domain = Some(Arc::from(domain));
         r.mark = Some(scope);
         record(r);
@@ -639,7 +676,10 @@ fn fold_all() {
 
 /// All records so far (copies; the buffers keep them).
 pub fn collect() -> Vec<Record> {
-    let mut v: Vec<Record> = fold_and_collect(false).into_iter().flat_map(|(_, e)| e).collect();
+    let mut v: Vec<Record> = fold_and_collect(false)
+        .into_iter()
+        .flat_map(|(_, e)| e)
+        .collect();
     v.sort_by_key(|r| r.start_ns);
     v
 }
@@ -678,7 +718,9 @@ fn write_dump(finished: bool, wait: bool) -> Result<()> {
                 b.events.extend(newer);
             }
         }
-        return Err(Error::Io(format!("profiler.dump: cannot write '{filename}': {e}")));
+        return Err(Error::Io(format!(
+            "profiler.dump: cannot write '{filename}': {e}"
+        )));
     }
     state().lock().ever_dumped = true;
     Ok(())
@@ -703,7 +745,10 @@ pub fn dump_at_exit() -> Result<()> {
     if !ran {
         return Ok(());
     }
-    let has_events = buffers().lock().iter().any(|tb| !tb.buf.lock().events.is_empty());
+    let has_events = buffers()
+        .lock()
+        .iter()
+        .any(|tb| !tb.buf.lock().events.is_empty());
     if has_events || !dumped {
         write_dump(true, true)
     } else {

@@ -48,7 +48,8 @@ pub(crate) fn chrome_trace(per_thread: &[(Arc<ThreadBuf>, Vec<Record>)]) -> Valu
             ctx_of.insert(k, r.ctx);
         }
     }
-    let pid_of: BTreeMap<(i32, i32), usize> = devices.iter().enumerate().map(|(i, k)| (*k, i)).collect();
+    let pid_of: BTreeMap<(i32, i32), usize> =
+        devices.iter().enumerate().map(|(i, k)| (*k, i)).collect();
     let pid = |c: Context| pid_of[&(c.dev_type as i32, c.dev_id)];
 
     let mut out: Vec<Value> = Vec::new();
@@ -62,8 +63,10 @@ pub(crate) fn chrome_trace(per_thread: &[(Arc<ThreadBuf>, Vec<Record>)]) -> Valu
     for (tb, evs) in per_thread {
         for r in evs {
             if threads.insert((pid(r.ctx), tb.tid)) {
-                out.push(json!({"name": "thread_name", "ph": "M", "pid": pid(r.ctx), "tid": tb.tid,
-                                "args": {"name": tb.name}}));
+                out.push(
+                    json!({"name": "thread_name", "ph": "M", "pid": pid(r.ctx), "tid": tb.tid,
+                                "args": {"name": tb.name}}),
+                );
             }
         }
     }

@@ -124,9 +124,8 @@ impl Pool {
         }
         self.release_all();
         let p = unsafe { sys_alloc(layout) };
-        NonNull::new(p).ok_or_else(|| {
-            Error::Device(format!("storage: out of memory allocating {cap} bytes"))
-        })
+        NonNull::new(p)
+            .ok_or_else(|| Error::Device(format!("storage: out of memory allocating {cap} bytes")))
     }
 
     pub fn alloc(&'static self, size: usize, ctx: Context) -> Result<Storage> {
@@ -150,16 +149,27 @@ impl Pool {
         };
         self.in_use.fetch_add(cap, Ordering::Relaxed);
         crate::profiler::memory_counter(self);
-        Ok(Storage { ptr, size, cap, ctx, pool: self })
+        Ok(Storage {
+            ptr,
+            size,
+            cap,
+            ctx,
+            pool: self,
+        })
     }
 
     fn release(&self, ptr: NonNull<u8>, cap: usize) {
         self.in_use.fetch_sub(cap, Ordering::Relaxed);
         self.frees.fetch_add(1, Ordering::Relaxed);
-        if self.rule != Rule::Unpooled && self.cached.load(Ordering::Relaxed) + cap <= self.max_cached
+        if self.rule != Rule::Unpooled
+            && self.cached.load(Ordering::Relaxed) + cap <= self.max_cached
         {
             self.cached.fetch_add(cap, Ordering::Relaxed);
-            self.free.lock().entry(cap).or_default().push(ptr.as_ptr() as usize);
+            self.free
+                .lock()
+                .entry(cap)
+                .or_default()
+                .push(ptr.as_ptr() as usize);
         } else {
             unsafe { dealloc(ptr.as_ptr(), Layout::from_size_align_unchecked(cap, ALIGN)) };
         }

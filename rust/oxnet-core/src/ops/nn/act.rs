@@ -8,7 +8,9 @@ use crate::error::{Error, Result};
 use crate::ndarray::Blob;
 use crate::ops::attrs::Attrs;
 use crate::ops::kernels::PAR_GRAIN;
-use crate::ops::registry::{infer_shape_same, GradBuilder, KernelCtx, OpCall, OpDef, Params, Resource};
+use crate::ops::registry::{
+    infer_shape_same, GradBuilder, KernelCtx, OpCall, OpDef, Params, Resource,
+};
 use crate::par::par_chunks_mut;
 
 type B<'a> = &'a mut dyn GradBuilder;
@@ -48,7 +50,10 @@ fn float_only(op: &str, d: DType) -> Result<()> {
     if d.is_float() {
         Ok(())
     } else {
-        Err(Error::DType(format!("{op}: dtype {} is not supported (float32, float64 or float16 only)", d.name())))
+        Err(Error::DType(format!(
+            "{op}: dtype {} is not supported (float32, float64 or float16 only)",
+            d.name()
+        )))
     }
 }
 
@@ -110,7 +115,9 @@ pub enum Act {
 
 fn parse_act(a: &Attrs, op: &str) -> Result<Params> {
     let p = a.p(op);
-    let t = p.opt_str("act_type").ok_or_else(|| Error::Param(format!("{op}: required argument 'act_type' is missing")))?;
+    let t = p
+        .opt_str("act_type")
+        .ok_or_else(|| Error::Param(format!("{op}: required argument 'act_type' is missing")))?;
     let act = match t.as_str() {
         "relu" => Act::Relu,
         "sigmoid" => Act::Sigmoid,
@@ -230,13 +237,24 @@ fn parse_leaky(a: &Attrs, op: &str) -> Result<Params> {
         "selu" => Leaky::Selu,
         "gelu" => Leaky::Gelu,
         "rrelu" => Leaky::Rrelu,
-        _ => return Err(Error::Param(format!("{op}: act_type '{t}' is not one of leaky, prelu, elu, selu, gelu, rrelu"))),
+        _ => {
+            return Err(Error::Param(format!(
+                "{op}: act_type '{t}' is not one of leaky, prelu, elu, selu, gelu, rrelu"
+            )))
+        }
     };
     let (lower, upper) = (p.f64("lower_bound", 0.125)?, p.f64("upper_bound", 0.334)?);
     if act == Leaky::Rrelu && lower > upper {
-        return Err(Error::Param(format!("{op}: lower_bound {lower} must not exceed upper_bound {upper}")));
+        return Err(Error::Param(format!(
+            "{op}: lower_bound {lower} must not exceed upper_bound {upper}"
+        )));
     }
-    Ok(Box::new(LeakyParam { act, slope: p.f64("slope", 0.25)?, lower, upper }))
+    Ok(Box::new(LeakyParam {
+        act,
+        slope: p.f64("slope", 0.25)?,
+        lower,
+        upper,
+    }))
 }
 
 fn leaky_f(p: &LeakyParam, x: f64, slope: f64) -> f64 {
@@ -288,17 +306,28 @@ fn leaky_df(p: &LeakyParam, x: f64, slope: f64) -> f64 {
 fn gamma_index(shape: &[usize], gsize: usize) -> impl Fn(usize) -> usize {
     let inner: usize = shape.iter().skip(2).product();
     let c = shape.get(1).copied().unwrap_or(1);
-    move |i| if gsize == 1 { 0 } else { (i / inner.max(1)) % c.max(1) }
+    move |i| {
+        if gsize == 1 {
+            0
+        } else {
+            (i / inner.max(1)) % c.max(1)
+        }
+    }
 }
 
 fn leaky_infer(c: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
     let p = c.p::<LeakyParam>();
-    let Some(d) = ins[0].clone() else { return Ok(()) };
+    let Some(d) = ins[0].clone() else {
+        return Ok(());
+    };
     if p.act == Leaky::Prelu {
         match &ins[1] {
             None => {
                 if d.len() < 2 {
-                    return Err(Error::Shape(format!("LeakyReLU: prelu data shape {} needs a channel axis", fmt_shape(&d))));
+                    return Err(Error::Shape(format!(
+                        "LeakyReLU: prelu data shape {} needs a channel axis",
+                        fmt_shape(&d)
+                    )));
                 }
                 ins[1] = Some(vec![d[1]]);
             }
@@ -465,10 +494,20 @@ fn parse_sm(a: &Attrs, op: &str, kind: SmKind) -> Result<SmParam> {
     let dtype = p.opt_dtype("dtype")?;
     if let Some(d) = dtype {
         if !d.is_float() {
-            return Err(Error::Param(format!("{op}: dtype must be float16, float32 or float64, got {}", d.name())));
+            return Err(Error::Param(format!(
+                "{op}: dtype must be float16, float32 or float64, got {}",
+                d.name()
+            )));
         }
     }
-    Ok(SmParam { kind, axis: p.i64("axis", -1)?, temperature, dtype, use_length: p.bool("use_length", false)?, instance: false })
+    Ok(SmParam {
+        kind,
+        axis: p.i64("axis", -1)?,
+        temperature,
+        dtype,
+        use_length: p.bool("use_length", false)?,
+        instance: false,
+    })
 }
 
 fn kind_name(k: SmKind) -> &'static str {
@@ -483,27 +522,52 @@ fn kind_name(k: SmKind) -> &'static str {
 fn sm_dims(p: &SmParam, s: &[usize], op: &str) -> Result<(usize, usize, usize, usize)> {
     if p.instance {
         if s.is_empty() {
-            return Err(Error::Shape(format!("{op}: data must have at least one dimension")));
+            return Err(Error::Shape(format!(
+                "{op}: data must have at least one dimension"
+            )));
         }
         return Ok((s[0], s[1..].iter().product(), 1, 1));
     }
     let ax = norm_axis(op, p.axis, s.len())?;
-    Ok((s[..ax].iter().product(), s.get(ax).copied().unwrap_or(1), s[ax + 1..].iter().product(), ax))
+    Ok((
+        s[..ax].iter().product(),
+        s.get(ax).copied().unwrap_or(1),
+        s[ax + 1..].iter().product(),
+        ax,
+    ))
 }
 
-fn sm_infer(c: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>], off: usize) -> Result<()> {
+fn sm_infer(
+    c: &OpCall,
+    ins: &mut [Option<Shape>],
+    outs: &mut [Option<Shape>],
+    off: usize,
+) -> Result<()> {
     let p = c.p::<SmParam>();
-    let Some(d) = ins[off].clone() else { return Ok(()) };
+    let Some(d) = ins[off].clone() else {
+        return Ok(());
+    };
     let (_, _, _, ax) = sm_dims(p, &d, c.name())?;
     if p.use_length {
         let mut ls = d.clone();
         ls.remove(ax);
-        fill_shape(c.name(), "length", &mut ins[off + 1], ls, &format!(" for data shape {} and axis {}", fmt_shape(&d), p.axis))?;
+        fill_shape(
+            c.name(),
+            "length",
+            &mut ins[off + 1],
+            ls,
+            &format!(" for data shape {} and axis {}", fmt_shape(&d), p.axis),
+        )?;
     }
     for (i, s) in ins.iter().enumerate().take(off + 1) {
         if let Some(s) = s {
             if *s != d {
-                return Err(Error::Shape(format!("{}: input {i} has shape {}, expected {}", c.name(), fmt_shape(s), fmt_shape(&d))));
+                return Err(Error::Shape(format!(
+                    "{}: input {i} has shape {}, expected {}",
+                    c.name(),
+                    fmt_shape(s),
+                    fmt_shape(&d)
+                )));
             }
         }
     }
@@ -520,7 +584,11 @@ fn sm_fwd_kernel(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()
     let p = c.p::<SmParam>();
     let (_, n, inner, _) = sm_dims(p, &i[0].shape, c.name())?;
     let x = super::to_f64_vec(&i[0]);
-    let lens = if p.use_length { lengths(i.get(1)) } else { None };
+    let lens = if p.use_length {
+        lengths(i.get(1))
+    } else {
+        None
+    };
     let mut y = vec![0f64; x.len()];
     let t = p.temperature;
     par_chunks_mut(&mut y, n * inner, |a, yo| {
@@ -557,7 +625,11 @@ fn sm_bwd_kernel(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()
     let (_, n, inner, _) = sm_dims(p, &i[2].shape, c.name())?;
     let g = super::to_f64_vec(&i[0]);
     let y = super::to_f64_vec(&i[1]);
-    let lens = if p.use_length { lengths(i.get(3)) } else { None };
+    let lens = if p.use_length {
+        lengths(i.get(3))
+    } else {
+        None
+    };
     let mut dx = vec![0f64; y.len()];
     let t = p.temperature;
     par_chunks_mut(&mut dx, n * inner, |a, d| {
@@ -611,7 +683,11 @@ fn sm_grad(c: &OpCall, b: B, x: &[usize], y: &[usize], g: &[usize]) -> Result<Ve
         ins.push(x[1]);
     }
     let d = b.op1("_backward_softmax", &attrs, &ins)?;
-    Ok(if p.use_length { vec![Some(d), None] } else { vec![Some(d)] })
+    Ok(if p.use_length {
+        vec![Some(d), None]
+    } else {
+        vec![Some(d)]
+    })
 }
 
 macro_rules! softmax_op {
@@ -632,18 +708,33 @@ macro_rules! softmax_op {
 }
 
 softmax_op!(SOFTMAX, "softmax", SmKind::Softmax, "exp(x/T) / sum(exp(x/T)) along axis (default -1); with use_length, only the first length[i] entries take part and the rest are 0.");
-softmax_op!(LOG_SOFTMAX, "log_softmax", SmKind::LogSoftmax, "log(softmax(x)) along axis, computed stably.");
-softmax_op!(SOFTMIN, "softmin", SmKind::Softmin, "softmax(-x) along axis.");
+softmax_op!(
+    LOG_SOFTMAX,
+    "log_softmax",
+    SmKind::LogSoftmax,
+    "log(softmax(x)) along axis, computed stably."
+);
+softmax_op!(
+    SOFTMIN,
+    "softmin",
+    SmKind::Softmin,
+    "softmax(-x) along axis."
+);
 
 pub static BACKWARD_SOFTMAX: OpDef = OpDef {
     name: "_backward_softmax",
-    doc: "Internal: gradient of softmax / log_softmax / softmin / SoftmaxActivation. Inputs: output \
+    doc:
+        "Internal: gradient of softmax / log_softmax / softmin / SoftmaxActivation. Inputs: output \
           gradient, output, data (and length).",
     inputs: &["ograd", "output", "data", "length"],
     num_inputs: Some(|c| if c.p::<SmParam>().use_length { 4 } else { 3 }),
     parse: |a| {
         let p = a.p("_backward_softmax");
-        let k = p.choice("__kind", "softmax", &["softmax", "log_softmax", "softmin", "instance", "channel"])?;
+        let k = p.choice(
+            "__kind",
+            "softmax",
+            &["softmax", "log_softmax", "softmin", "instance", "channel"],
+        )?;
         let kind = match k.as_str() {
             "log_softmax" => SmKind::LogSoftmax,
             "softmin" => SmKind::Softmin,
@@ -723,17 +814,41 @@ mod tests {
             ("log_sigmoid", |v| -(1.0 + (-v).exp()).ln()),
             ("mish", |v| v * (1.0 + v.exp()).ln().tanh()),
         ] {
-            let y = call("Activation", &[("act_type", t)], &[arr(&x, &[3, 4])]).unwrap()[0].to_vec::<f64>().unwrap();
+            let y = call("Activation", &[("act_type", t)], &[arr(&x, &[3, 4])]).unwrap()[0]
+                .to_vec::<f64>()
+                .unwrap();
             for (a, b) in y.iter().zip(&x) {
                 assert!((a - f(*b)).abs() < 1e-12, "{t}");
             }
-            check_grad("Activation", &[("act_type", t)], &[(x.clone(), vec![3, 4])], &[0]);
+            check_grad(
+                "Activation",
+                &[("act_type", t)],
+                &[(x.clone(), vec![3, 4])],
+                &[0],
+            );
         }
         for t in ["leaky", "elu", "selu", "gelu", "rrelu"] {
-            check_grad("LeakyReLU", &[("act_type", t), ("slope", "0.3")], &[(x.clone(), vec![3, 4])], &[0]);
+            check_grad(
+                "LeakyReLU",
+                &[("act_type", t), ("slope", "0.3")],
+                &[(x.clone(), vec![3, 4])],
+                &[0],
+            );
         }
-        check_grad("LeakyReLU", &[("act_type", "prelu")], &[(x.clone(), vec![2, 3, 2]), (vals(3, 2), vec![3])], &[0, 1]);
-        let y = call("LeakyReLU", &[("act_type", "rrelu")], &[arr(&[-1.0, 2.0], &[2])]).unwrap()[0].to_vec::<f64>().unwrap();
+        check_grad(
+            "LeakyReLU",
+            &[("act_type", "prelu")],
+            &[(x.clone(), vec![2, 3, 2]), (vals(3, 2), vec![3])],
+            &[0, 1],
+        );
+        let y = call(
+            "LeakyReLU",
+            &[("act_type", "rrelu")],
+            &[arr(&[-1.0, 2.0], &[2])],
+        )
+        .unwrap()[0]
+            .to_vec::<f64>()
+            .unwrap();
         assert!((y[0] + (0.125 + 0.334) / 2.0).abs() < 1e-12 && y[1] == 2.0);
     }
 
@@ -742,10 +857,17 @@ mod tests {
         let x = vals(24, 3);
         for op in ["softmax", "log_softmax", "softmin"] {
             for ax in ["-1", "1", "0"] {
-                check_grad(op, &[("axis", ax), ("temperature", "1.5")], &[(x.clone(), vec![2, 3, 4])], &[0]);
+                check_grad(
+                    op,
+                    &[("axis", ax), ("temperature", "1.5")],
+                    &[(x.clone(), vec![2, 3, 4])],
+                    &[0],
+                );
             }
         }
-        let y = call("softmax", &[("axis", "1")], &[arr(&x, &[2, 3, 4])]).unwrap()[0].to_vec::<f64>().unwrap();
+        let y = call("softmax", &[("axis", "1")], &[arr(&x, &[2, 3, 4])]).unwrap()[0]
+            .to_vec::<f64>()
+            .unwrap();
         for a in 0..2 {
             for b in 0..4 {
                 let s: f64 = (0..3).map(|j| y[(a * 3 + j) * 4 + b]).sum();
@@ -753,12 +875,34 @@ mod tests {
             }
         }
         let l = [2.0, 3.0];
-        let y = call("softmax", &[("use_length", "True")], &[arr(&x[..8], &[2, 4]), arr(&l, &[2])]).unwrap()[0].to_vec::<f64>().unwrap();
+        let y = call(
+            "softmax",
+            &[("use_length", "True")],
+            &[arr(&x[..8], &[2, 4]), arr(&l, &[2])],
+        )
+        .unwrap()[0]
+            .to_vec::<f64>()
+            .unwrap();
         assert_eq!(y[2], 0.0);
         assert_eq!(y[3], 0.0);
         assert!((y[0] + y[1] - 1.0).abs() < 1e-12);
-        check_grad("softmax", &[("use_length", "True")], &[(x[..8].to_vec(), vec![2, 4]), (l.to_vec(), vec![2])], &[0]);
-        check_grad("SoftmaxActivation", &[], &[(x.clone(), vec![2, 3, 4])], &[0]);
-        check_grad("SoftmaxActivation", &[("mode", "channel")], &[(x.clone(), vec![2, 3, 4])], &[0]);
+        check_grad(
+            "softmax",
+            &[("use_length", "True")],
+            &[(x[..8].to_vec(), vec![2, 4]), (l.to_vec(), vec![2])],
+            &[0],
+        );
+        check_grad(
+            "SoftmaxActivation",
+            &[],
+            &[(x.clone(), vec![2, 3, 4])],
+            &[0],
+        );
+        check_grad(
+            "SoftmaxActivation",
+            &[("mode", "channel")],
+            &[(x.clone(), vec![2, 3, 4])],
+            &[0],
+        );
     }
 }

@@ -17,9 +17,9 @@ use crate::error::{Error, Result};
 use crate::ndarray::Blob;
 use crate::ops::attrs::Attrs;
 use crate::ops::registry::{GradBuilder, KernelCtx, OpCall, OpDef, Params};
+use crate::par::{par_chunks_mut, par_for_init, par_map};
 use gemm::Parallelism;
 use half::f16;
-use crate::par::{par_chunks_mut, par_for_init, par_map};
 use std::ops::{Add, AddAssign, Mul};
 
 type B<'a> = &'a mut dyn GradBuilder;
@@ -122,27 +122,57 @@ fn parse_fc(a: &Attrs) -> Result<Params> {
     let p = a.p("FullyConnected");
     let nh = p.i64_req("num_hidden")?;
     if nh < 1 {
-        return Err(Error::Param(format!("FullyConnected: num_hidden must be positive, got {nh}")));
+        return Err(Error::Param(format!(
+            "FullyConnected: num_hidden must be positive, got {nh}"
+        )));
     }
-    Ok(Box::new(FcParam { num_hidden: nh as usize, no_bias: p.bool("no_bias", false)?, flatten: p.bool("flatten", true)? }))
+    Ok(Box::new(FcParam {
+        num_hidden: nh as usize,
+        no_bias: p.bool("no_bias", false)?,
+        flatten: p.bool("flatten", true)?,
+    }))
 }
 
 /// (rows, in_features) of the data as the product sees it.
 fn fc_dims(p: &FcParam, d: &[usize]) -> Result<(usize, usize)> {
     if d.is_empty() {
-        return Err(Error::Shape("FullyConnected: data must have at least one dimension, got shape ()".into()));
+        return Err(Error::Shape(
+            "FullyConnected: data must have at least one dimension, got shape ()".into(),
+        ));
     }
-    Ok(if p.flatten { (d[0], d[1..].iter().product()) } else { (d[..d.len() - 1].iter().product(), d[d.len() - 1]) })
+    Ok(if p.flatten {
+        (d[0], d[1..].iter().product())
+    } else {
+        (d[..d.len() - 1].iter().product(), d[d.len() - 1])
+    })
 }
 
 fn fc_infer(c: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
     let p = c.p::<FcParam>();
-    let Some(d) = ins[0].clone() else { return Ok(()) };
+    let Some(d) = ins[0].clone() else {
+        return Ok(());
+    };
     let (_, k) = fc_dims(p, &d)?;
-    let why = format!(" for data shape {} and num_hidden={}", fmt_shape(&d), p.num_hidden);
-    fill_shape("FullyConnected", "weight", &mut ins[1], vec![p.num_hidden, k], &why)?;
+    let why = format!(
+        " for data shape {} and num_hidden={}",
+        fmt_shape(&d),
+        p.num_hidden
+    );
+    fill_shape(
+        "FullyConnected",
+        "weight",
+        &mut ins[1],
+        vec![p.num_hidden, k],
+        &why,
+    )?;
     if !p.no_bias {
-        fill_shape("FullyConnected", "bias", &mut ins[2], vec![p.num_hidden], &why)?;
+        fill_shape(
+            "FullyConnected",
+            "bias",
+            &mut ins[2],
+            vec![p.num_hidden],
+            &why,
+        )?;
     }
     let out = if p.flatten {
         vec![d[0], p.num_hidden]
@@ -173,7 +203,22 @@ fn fc_typed<T: GemmT>(p: &FcParam, i: &[Blob], o: &Blob) {
     let par = inner_par(m * n * k, false);
     // y (m x n) = x (m x k) . w^T (k x n)
     unsafe {
-        mm(m, n, k, y.as_mut_ptr(), n as isize, 1, acc, x.as_ptr(), k as isize, 1, w.as_ptr(), 1, k as isize, par)
+        mm(
+            m,
+            n,
+            k,
+            y.as_mut_ptr(),
+            n as isize,
+            1,
+            acc,
+            x.as_ptr(),
+            k as isize,
+            1,
+            w.as_ptr(),
+            1,
+            k as isize,
+            par,
+        )
     };
 }
 
@@ -183,7 +228,12 @@ fn fc_kernel(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> {
         DType::F32 => fc_typed::<f32>(p, i, &o[0]),
         DType::F64 => fc_typed::<f64>(p, i, &o[0]),
         DType::F16 => fc_typed::<f16>(p, i, &o[0]),
-        d => return Err(Error::DType(format!("FullyConnected: dtype {} is not supported", d.name()))),
+        d => {
+            return Err(Error::DType(format!(
+                "FullyConnected: dtype {} is not supported",
+                d.name()
+            )))
+        }
     }
     Ok(())
 }
@@ -193,9 +243,20 @@ fn fc_kernel(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> {
 fn fc_grad(c: &OpCall, b: B, x: &[usize], _: &[usize], g: &[usize]) -> Result<Vec<Option<usize>>> {
     let p = c.p::<FcParam>();
     let mat = |b: B, e: usize| -> Result<usize> {
-        b.op1("Reshape", &[("shape", "(-1, 0)".to_string()), ("reverse", "True".to_string())], &[e])
+        b.op1(
+            "Reshape",
+            &[
+                ("shape", "(-1, 0)".to_string()),
+                ("reverse", "True".to_string()),
+            ],
+            &[e],
+        )
     };
-    let x2 = if p.flatten { b.op1("Flatten", &[], &[x[0]])? } else { mat(b, x[0])? };
+    let x2 = if p.flatten {
+        b.op1("Flatten", &[], &[x[0]])?
+    } else {
+        mat(b, x[0])?
+    };
     let g2 = mat(b, g[0])?;
     let dx2 = b.op1("dot", &[], &[g2, x[1]])?;
     let dx = b.op1("reshape_like", &[], &[dx2, x[0]])?;
@@ -243,22 +304,32 @@ pub struct ConvParam {
 
 fn parse_conv_common(a: &Attrs, op: &'static str, deconv: bool) -> Result<ConvParam> {
     let p = a.p(op);
-    let kernel = p.ints("kernel")?.ok_or_else(|| Error::Param(format!("{op}: required argument 'kernel' is missing")))?;
+    let kernel = p
+        .ints("kernel")?
+        .ok_or_else(|| Error::Param(format!("{op}: required argument 'kernel' is missing")))?;
     let nd = kernel.len();
     if !(1..=3).contains(&nd) {
-        return Err(Error::Param(format!("{op}: kernel {kernel:?} must have 1, 2 or 3 dimensions")));
+        return Err(Error::Param(format!(
+            "{op}: kernel {kernel:?} must have 1, 2 or 3 dimensions"
+        )));
     }
     if deconv && nd != 2 && nd != 1 {
-        return Err(Error::Param(format!("{op}: only 1-D and 2-D kernels are supported, got kernel {kernel:?}")));
+        return Err(Error::Param(format!(
+            "{op}: only 1-D and 2-D kernels are supported, got kernel {kernel:?}"
+        )));
     }
     let tup = |k: &str, def: i64, min: i64| -> Result<Vec<usize>> {
         let v = p.ints(k)?.unwrap_or_default();
         let v = if v.is_empty() { vec![def; nd] } else { v };
         if v.len() != nd {
-            return Err(Error::Param(format!("{op}: argument '{k}' {v:?} must have {nd} entries like kernel {kernel:?}")));
+            return Err(Error::Param(format!(
+                "{op}: argument '{k}' {v:?} must have {nd} entries like kernel {kernel:?}"
+            )));
         }
         if v.iter().any(|&x| x < min) {
-            return Err(Error::Param(format!("{op}: argument '{k}' {v:?} must be >= {min}")));
+            return Err(Error::Param(format!(
+                "{op}: argument '{k}' {v:?} must be >= {min}"
+            )));
         }
         Ok(v.into_iter().map(|x| x as usize).collect())
     };
@@ -272,13 +343,17 @@ fn parse_conv_common(a: &Attrs, op: &'static str, deconv: bool) -> Result<ConvPa
         let ts: Vec<usize> = if ts.is_empty() || ts.iter().all(|&x| x == 0) {
             vec![]
         } else if ts.len() != nd || ts.iter().any(|&x| x < 1) {
-            return Err(Error::Param(format!("{op}: target_shape {ts:?} must have {nd} positive entries")));
+            return Err(Error::Param(format!(
+                "{op}: target_shape {ts:?} must have {nd} positive entries"
+            )));
         } else {
             ts.into_iter().map(|x| x as usize).collect()
         };
         for i in 0..nd {
             if adj[i] >= stride[i].max(dilate[i]) && ts.is_empty() {
-                return Err(Error::Param(format!("{op}: adj {adj:?} must be smaller than stride {stride:?} (or dilate)")));
+                return Err(Error::Param(format!(
+                    "{op}: adj {adj:?} must be smaller than stride {stride:?} (or dilate)"
+                )));
             }
         }
         (adj, ts)
@@ -287,22 +362,31 @@ fn parse_conv_common(a: &Attrs, op: &'static str, deconv: bool) -> Result<ConvPa
     };
     let nf = p.i64_req("num_filter")?;
     if nf < 1 {
-        return Err(Error::Param(format!("{op}: num_filter must be positive, got {nf}")));
+        return Err(Error::Param(format!(
+            "{op}: num_filter must be positive, got {nf}"
+        )));
     }
     let ng = p.i64("num_group", 1)?;
     if ng < 1 {
-        return Err(Error::Param(format!("{op}: num_group must be positive, got {ng}")));
+        return Err(Error::Param(format!(
+            "{op}: num_group must be positive, got {ng}"
+        )));
     }
     let _ = p.i64("workspace", 1024)?; // a memory hint for cuDNN/oneDNN; CPU kernels size their own buffers
     let _ = p.bool("cudnn_off", false)?;
     if let Some(t) = p.opt_str("cudnn_tune") {
         if !["off", "limited_workspace", "fastest"].contains(&t.as_str()) {
-            return Err(Error::Param(format!("{op}: cudnn_tune must be off, limited_workspace or fastest, got '{t}'")));
+            return Err(Error::Param(format!(
+                "{op}: cudnn_tune must be off, limited_workspace or fastest, got '{t}'"
+            )));
         }
     }
     let default_layout = ["NCW", "NCHW", "NCDHW"][nd - 1];
     let layout = p.str("layout", default_layout);
-    let (first, last) = (["NCW", "NCHW", "NCDHW"][nd - 1], ["NWC", "NHWC", "NDHWC"][nd - 1]);
+    let (first, last) = (
+        ["NCW", "NCHW", "NCDHW"][nd - 1],
+        ["NWC", "NHWC", "NDHWC"][nd - 1],
+    );
     let channel_last = if layout == first {
         false
     } else if layout == last {
@@ -411,7 +495,13 @@ pub(crate) fn to_cf_pub(s: &[usize], last: bool) -> Vec<usize> {
 pub(crate) fn from_cf_pub(s: &[usize], last: bool) -> Vec<usize> {
     from_cf(s, last)
 }
-pub(crate) fn relayout_pub<T: Copy + Send + Sync>(src: &[T], n: usize, c: usize, s: usize, to_last: bool) -> Vec<T> {
+pub(crate) fn relayout_pub<T: Copy + Send + Sync>(
+    src: &[T],
+    n: usize,
+    c: usize,
+    s: usize,
+    to_last: bool,
+) -> Vec<T> {
     relayout(src, n, c, s, to_last)
 }
 
@@ -430,7 +520,11 @@ fn weight_shape(p: &ConvParam, rows: usize, cols: usize) -> Vec<usize> {
 
 /// Infer a convolution's or deconvolution's shapes; returns the geometry
 /// when the data shape is known.
-fn conv_shapes(p: &ConvParam, deconv: bool, data: &[usize]) -> Result<(Geo, Vec<usize>, Vec<usize>)> {
+fn conv_shapes(
+    p: &ConvParam,
+    deconv: bool,
+    data: &[usize],
+) -> Result<(Geo, Vec<usize>, Vec<usize>)> {
     let op = p.op;
     let nd = p.kernel.len();
     if data.len() != nd + 2 {
@@ -459,7 +553,11 @@ fn conv_shapes(p: &ConvParam, deconv: bool, data: &[usize]) -> Result<(Geo, Vec<
             let full = p.stride[i] * (sp[i].max(1) - 1) + dk;
             let (pad, adj) = deconv_pad(p, i, sp[i])?;
             if full + adj < 2 * pad {
-                return Err(Error::Shape(format!("{op}: pad {:?} is too large for data shape {}", p.pad, fmt_shape(data))));
+                return Err(Error::Shape(format!(
+                    "{op}: pad {:?} is too large for data shape {}",
+                    p.pad,
+                    fmt_shape(data)
+                )));
             }
             out_sp[i] = if sp[i] == 0 { 0 } else { full + adj - 2 * pad };
         } else {
@@ -486,7 +584,15 @@ fn conv_shapes(p: &ConvParam, deconv: bool, data: &[usize]) -> Result<(Geo, Vec<
         o.extend_from_slice(&out_sp);
         (w, o)
     };
-    let pads: Vec<usize> = (0..nd).map(|i| if deconv { deconv_pad(p, i, sp[i]).map(|x| x.0).unwrap_or(0) } else { p.pad[i] }).collect();
+    let pads: Vec<usize> = (0..nd)
+        .map(|i| {
+            if deconv {
+                deconv_pad(p, i, sp[i]).map(|x| x.0).unwrap_or(0)
+            } else {
+                p.pad[i]
+            }
+        })
+        .collect();
     let geo = if deconv {
         // The deconvolution is the data-gradient of a convolution from the
         // deconvolution's output (conv data) to its input (conv output).
@@ -538,9 +644,16 @@ fn deconv_pad(p: &ConvParam, i: usize, x: usize) -> Result<(usize, usize)> {
     Ok(((tot + 1) / 2, tot % 2))
 }
 
-fn conv_infer_common(c: &OpCall, deconv: bool, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+fn conv_infer_common(
+    c: &OpCall,
+    deconv: bool,
+    ins: &mut [Option<Shape>],
+    outs: &mut [Option<Shape>],
+) -> Result<()> {
     let p = c.p::<ConvParam>();
-    let Some(d) = ins[0].clone() else { return Ok(()) };
+    let Some(d) = ins[0].clone() else {
+        return Ok(());
+    };
     let (_, w, o) = conv_shapes(p, deconv, &d)?;
     let why = format!(
         " for data shape {} with num_filter={}, num_group={}, kernel {}",
@@ -592,12 +705,20 @@ fn im2col<T: GemmT>(g: &Geo, x: &[T], col: &mut [T]) {
                             if g.s[2] == 1 {
                                 for (ow, o) in dst.iter_mut().enumerate() {
                                     let iw = ow as isize + off;
-                                    *o = if iw >= 0 && iw < xw as isize { src[iw as usize] } else { zero };
+                                    *o = if iw >= 0 && iw < xw as isize {
+                                        src[iw as usize]
+                                    } else {
+                                        zero
+                                    };
                                 }
                             } else {
                                 for (ow, o) in dst.iter_mut().enumerate() {
                                     let iw = (ow * g.s[2]) as isize + off;
-                                    *o = if iw >= 0 && iw < xw as isize { src[iw as usize] } else { zero };
+                                    *o = if iw >= 0 && iw < xw as isize {
+                                        src[iw as usize]
+                                    } else {
+                                        zero
+                                    };
                                 }
                             }
                         }
@@ -658,7 +779,11 @@ struct Implicit {
 
 impl Implicit {
     fn new(g: &Geo) -> Implicit {
-        let dims = [g.xs[0] + 2 * g.p[0], g.xs[1] + 2 * g.p[1], g.xs[2] + 2 * g.p[2]];
+        let dims = [
+            g.xs[0] + 2 * g.p[0],
+            g.xs[1] + 2 * g.p[1],
+            g.xs[2] + 2 * g.p[2],
+        ];
         let lp = dims[0] * dims[1] * dims[2];
         let (hw, w) = (dims[1] * dims[2], dims[2]);
         let nv = (g.ys[0] - 1) * hw + (g.ys[1] - 1) * w + g.ys[2];
@@ -680,7 +805,9 @@ impl Implicit {
             for a in 0..xd {
                 for b in 0..xh {
                     let s = &x[((ch * xd + a) * xh + b) * xw..][..xw];
-                    let o = ch * self.lp + ((a + g.p[0]) * self.dims[1] + b + g.p[1]) * self.dims[2] + g.p[2];
+                    let o = ch * self.lp
+                        + ((a + g.p[0]) * self.dims[1] + b + g.p[1]) * self.dims[2]
+                        + g.p[2];
                     xp[o..o + xw].copy_from_slice(s);
                 }
             }
@@ -693,7 +820,9 @@ impl Implicit {
             for a in 0..xd {
                 for b in 0..xh {
                     let d = &mut x[((ch * xd + a) * xh + b) * xw..][..xw];
-                    let o = ch * self.lp + ((a + g.p[0]) * self.dims[1] + b + g.p[1]) * self.dims[2] + g.p[2];
+                    let o = ch * self.lp
+                        + ((a + g.p[0]) * self.dims[1] + b + g.p[1]) * self.dims[2]
+                        + g.p[2];
                     d.copy_from_slice(&xp[o..o + xw]);
                 }
             }
@@ -732,7 +861,11 @@ impl Implicit {
 
 /// Run `f(image, scratch)` for every image, in parallel over images when
 /// there are several (each GEMM then runs on one thread).
-fn for_images<S: Send>(n: usize, init: impl Fn() -> S + Sync + Send, f: impl Fn(usize, &mut S, bool) + Sync + Send) {
+fn for_images<S: Send>(
+    n: usize,
+    init: impl Fn() -> S + Sync + Send,
+    f: impl Fn(usize, &mut S, bool) + Sync + Send,
+) {
     if n > 1 && rayon::current_num_threads() > 1 {
         par_for_init(n, init, |i, s| f(i, s, true));
     } else {
@@ -751,7 +884,12 @@ pub fn conv_fwd<T: GemmT>(g: &Geo, x: &[T], w: &[T], y: &mut [T]) {
     let per_img = g.flops() / g.n.max(1);
     if g.stride1() {
         let im = Implicit::new(g);
-        let init = || (vec![T::from_f64(0.0); g.cin * im.lp], vec![T::from_f64(0.0); g.cout * im.nv]);
+        let init = || {
+            (
+                vec![T::from_f64(0.0); g.cin * im.lp],
+                vec![T::from_f64(0.0); g.cout * im.nv],
+            )
+        };
         for_images(g.n, init, |i, (xp, yv), outer| {
             let par = inner_par(per_img, outer);
             im.pad_in(g, g.cin, &x[i * g.cin * xsz..(i + 1) * g.cin * xsz], xp);
@@ -777,7 +915,9 @@ pub fn conv_fwd<T: GemmT>(g: &Geo, x: &[T], w: &[T], y: &mut [T]) {
                     };
                 }
             }
-            let yi = unsafe { std::slice::from_raw_parts_mut(yp.get().add(i * g.cout * ysz), g.cout * ysz) };
+            let yi = unsafe {
+                std::slice::from_raw_parts_mut(yp.get().add(i * g.cout * ysz), g.cout * ysz)
+            };
             im.compact(g, g.cout, yv, yi);
         });
     } else {
@@ -818,7 +958,12 @@ pub fn conv_bwd_data<T: GemmT>(g: &Geo, dy: &[T], w: &[T], dx: &mut [T]) {
     let per_img = g.flops() / g.n.max(1);
     if g.stride1() {
         let im = Implicit::new(g);
-        let init = || (vec![T::from_f64(0.0); g.cin * im.lp], vec![T::from_f64(0.0); g.cout * im.nv]);
+        let init = || {
+            (
+                vec![T::from_f64(0.0); g.cin * im.lp],
+                vec![T::from_f64(0.0); g.cout * im.nv],
+            )
+        };
         for_images(g.n, init, |i, (xp, yv), outer| {
             let par = inner_par(per_img, outer);
             im.expand(g, g.cout, &dy[i * g.cout * ysz..(i + 1) * g.cout * ysz], yv);
@@ -845,14 +990,18 @@ pub fn conv_bwd_data<T: GemmT>(g: &Geo, dy: &[T], w: &[T], dx: &mut [T]) {
                     };
                 }
             }
-            let xi = unsafe { std::slice::from_raw_parts_mut(dxp.get().add(i * g.cin * xsz), g.cin * xsz) };
+            let xi = unsafe {
+                std::slice::from_raw_parts_mut(dxp.get().add(i * g.cin * xsz), g.cin * xsz)
+            };
             im.crop(g, g.cin, xp, xi);
         });
     } else {
         let init = || vec![T::from_f64(0.0); cin_g * kk * ysz];
         for_images(g.n, init, |i, col, outer| {
             let par = inner_par(per_img, outer);
-            let xi = unsafe { std::slice::from_raw_parts_mut(dxp.get().add(i * g.cin * xsz), g.cin * xsz) };
+            let xi = unsafe {
+                std::slice::from_raw_parts_mut(dxp.get().add(i * g.cin * xsz), g.cin * xsz)
+            };
             xi.fill(T::from_f64(0.0));
             for gi in 0..g.g {
                 // col (cin_g*kk x P) = w_g^T . dy_g
@@ -977,7 +1126,13 @@ pub fn conv_bwd_weight<T: GemmT>(g: &Geo, x: &[T], dy: &[T], dw: &mut [T]) {
 }
 
 /// (N, spatial, C) -> (N, C, spatial) or back (`to_last`).
-fn relayout<T: Copy + Send + Sync>(src: &[T], _n: usize, c: usize, s: usize, to_last: bool) -> Vec<T> {
+fn relayout<T: Copy + Send + Sync>(
+    src: &[T],
+    _n: usize,
+    c: usize,
+    s: usize,
+    to_last: bool,
+) -> Vec<T> {
     let mut out = src.to_vec();
     let per = c * s;
     par_chunks_mut(&mut out, per, |i, o| {
@@ -1004,7 +1159,10 @@ fn bias_grad<T: GemmT>(dy: &[T], n: usize, c: usize, s: usize, db: &mut [T]) {
     let mut acc = vec![0f64; c];
     for i in 0..n {
         for (ci, a) in acc.iter_mut().enumerate() {
-            *a += dy[(i * c + ci) * s..][..s].iter().map(|v| v.to_f64()).sum::<f64>();
+            *a += dy[(i * c + ci) * s..][..s]
+                .iter()
+                .map(|v| v.to_f64())
+                .sum::<f64>();
         }
     }
     for (d, a) in db.iter_mut().zip(acc) {
@@ -1036,9 +1194,13 @@ fn cf_data<'a, T: GemmT>(p: &ConvParam, b: &'a Blob, n: usize, c: usize) -> CfVi
     let d = b.data::<T>();
     if p.channel_last {
         let s = if n * c == 0 { 0 } else { d.len() / (n * c) };
-        CfView { data: std::borrow::Cow::Owned(relayout(d, n, c, s, false)) }
+        CfView {
+            data: std::borrow::Cow::Owned(relayout(d, n, c, s, false)),
+        }
     } else {
-        CfView { data: std::borrow::Cow::Borrowed(d) }
+        CfView {
+            data: std::borrow::Cow::Borrowed(d),
+        }
     }
 }
 
@@ -1100,7 +1262,11 @@ fn conv_bwd_typed<T: GemmT>(p: &ConvParam, deconv: bool, i: &[Blob], o: &[Blob])
     let (wr, wc) = (i[2].shape[0], i[2].shape[i[2].shape.len() - 1]);
     store(p, &dw, &o[1], wr, wc);
     if !p.no_bias {
-        let ysz = if n * cout == 0 { 0 } else { dy.data.len() / (n * cout) };
+        let ysz = if n * cout == 0 {
+            0
+        } else {
+            dy.data.len() / (n * cout)
+        };
         bias_grad(&dy.data, n, cout, ysz, o[2].data_mut::<T>());
     }
     Ok(())
@@ -1115,7 +1281,11 @@ fn conv_kernel_any(c: &OpCall, i: &[Blob], o: &[Blob], deconv: bool, backward: b
         (DType::F32, true) => conv_bwd_typed::<f32>(p, deconv, i, o),
         (DType::F64, true) => conv_bwd_typed::<f64>(p, deconv, i, o),
         (DType::F16, true) => conv_bwd_typed::<f16>(p, deconv, i, o),
-        (d, _) => Err(Error::DType(format!("{}: dtype {} is not supported", p.op, d.name()))),
+        (d, _) => Err(Error::DType(format!(
+            "{}: dtype {} is not supported",
+            p.op,
+            d.name()
+        ))),
     }
 }
 
@@ -1131,7 +1301,11 @@ fn parse_bconv(a: &Attrs) -> Result<Params> {
     Ok(Box::new(p))
 }
 fn parse_bdeconv(a: &Attrs) -> Result<Params> {
-    Ok(Box::new(parse_conv_common(a, "_backward_Deconvolution", true)?))
+    Ok(Box::new(parse_conv_common(
+        a,
+        "_backward_Deconvolution",
+        true,
+    )?))
 }
 
 fn n_conv_inputs(c: &OpCall) -> usize {
@@ -1142,16 +1316,37 @@ fn n_conv_inputs(c: &OpCall) -> usize {
     }
 }
 
-fn conv_grad(c: &OpCall, b: B, x: &[usize], _: &[usize], g: &[usize]) -> Result<Vec<Option<usize>>> {
+fn conv_grad(
+    c: &OpCall,
+    b: B,
+    x: &[usize],
+    _: &[usize],
+    g: &[usize],
+) -> Result<Vec<Option<usize>>> {
     let p = c.p::<ConvParam>();
-    let name = if c.name() == "Convolution" { "_backward_Convolution" } else { "_backward_Deconvolution" };
-    let mask = if p.no_bias { vec![true, true] } else { vec![true, true, true] };
+    let name = if c.name() == "Convolution" {
+        "_backward_Convolution"
+    } else {
+        "_backward_Deconvolution"
+    };
+    let mask = if p.no_bias {
+        vec![true, true]
+    } else {
+        vec![true, true, true]
+    };
     backward_op(c, b, name, &[g[0], x[0], x[1]], &mask)
 }
 
-fn conv_bwd_infer(c: &OpCall, deconv: bool, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+fn conv_bwd_infer(
+    c: &OpCall,
+    deconv: bool,
+    ins: &mut [Option<Shape>],
+    outs: &mut [Option<Shape>],
+) -> Result<()> {
     let p = c.p::<ConvParam>();
-    let Some(d) = ins[1].clone() else { return Ok(()) };
+    let Some(d) = ins[1].clone() else {
+        return Ok(());
+    };
     let (_, w, o) = conv_shapes(p, deconv, &d)?;
     fill_shape(p.op, "output gradient", &mut ins[0], o, "")?;
     fill_shape(p.op, "weight", &mut ins[2], w.clone(), "")?;
@@ -1237,7 +1432,9 @@ mod tests {
         d: [usize; 3],
         p: [usize; 3],
     ) -> (Vec<f64>, [usize; 3]) {
-        let ys: Vec<usize> = (0..3).map(|i| (xs[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) / s[i] + 1).collect();
+        let ys: Vec<usize> = (0..3)
+            .map(|i| (xs[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) / s[i] + 1)
+            .collect();
         let ys = [ys[0], ys[1], ys[2]];
         let (cg, fg) = (c / g, f / g);
         let mut y = vec![0.0; n * f * ys[0] * ys[1] * ys[2]];
@@ -1252,14 +1449,30 @@ mod tests {
                                 for k0 in 0..k[0] {
                                     for k1 in 0..k[1] {
                                         for k2 in 0..k[2] {
-                                            let i0 = (a0 * s[0] + k0 * d[0]) as isize - p[0] as isize;
-                                            let i1 = (a1 * s[1] + k1 * d[1]) as isize - p[1] as isize;
-                                            let i2 = (a2 * s[2] + k2 * d[2]) as isize - p[2] as isize;
-                                            if i0 < 0 || i1 < 0 || i2 < 0 || i0 >= xs[0] as isize || i1 >= xs[1] as isize || i2 >= xs[2] as isize {
+                                            let i0 =
+                                                (a0 * s[0] + k0 * d[0]) as isize - p[0] as isize;
+                                            let i1 =
+                                                (a1 * s[1] + k1 * d[1]) as isize - p[1] as isize;
+                                            let i2 =
+                                                (a2 * s[2] + k2 * d[2]) as isize - p[2] as isize;
+                                            if i0 < 0
+                                                || i1 < 0
+                                                || i2 < 0
+                                                || i0 >= xs[0] as isize
+                                                || i1 >= xs[1] as isize
+                                                || i2 >= xs[2] as isize
+                                            {
                                                 continue;
                                             }
-                                            let xv = x[(((b * c + gi * cg + ci) * xs[0] + i0 as usize) * xs[1] + i1 as usize) * xs[2] + i2 as usize];
-                                            let wv = w[(((o * cg + ci) * k[0] + k0) * k[1] + k1) * k[2] + k2];
+                                            let xv = x[(((b * c + gi * cg + ci) * xs[0]
+                                                + i0 as usize)
+                                                * xs[1]
+                                                + i1 as usize)
+                                                * xs[2]
+                                                + i2 as usize];
+                                            let wv = w[(((o * cg + ci) * k[0] + k0) * k[1] + k1)
+                                                * k[2]
+                                                + k2];
                                             acc += xv * wv;
                                         }
                                     }
@@ -1275,20 +1488,114 @@ mod tests {
     }
 
     fn t(v: &[usize]) -> String {
-        format!("({})", v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", "))
+        format!(
+            "({})",
+            v.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
     }
 
     #[test]
     fn conv_matches_naive() {
         // (n, c, xs, f, g, k, s, d, p, nd)
-        let cases: Vec<(usize, usize, [usize; 3], usize, usize, [usize; 3], [usize; 3], [usize; 3], [usize; 3], usize)> = vec![
-            (2, 3, [1, 6, 7], 4, 1, [1, 3, 3], [1, 1, 1], [1, 1, 1], [0, 1, 1], 2),
-            (3, 4, [1, 7, 6], 6, 2, [1, 3, 2], [1, 2, 1], [1, 1, 2], [0, 1, 0], 2),
-            (1, 2, [1, 1, 9], 3, 1, [1, 1, 3], [1, 1, 2], [1, 1, 1], [0, 0, 2], 1),
-            (2, 2, [1, 1, 9], 2, 2, [1, 1, 2], [1, 1, 1], [1, 1, 3], [0, 0, 1], 1),
-            (2, 2, [4, 5, 3], 3, 1, [2, 3, 2], [1, 1, 1], [1, 1, 1], [1, 0, 1], 3),
-            (1, 3, [5, 4, 4], 3, 3, [3, 2, 2], [2, 1, 2], [1, 2, 1], [1, 1, 0], 3),
-            (5, 8, [1, 9, 9], 8, 4, [1, 3, 3], [1, 1, 1], [1, 2, 2], [0, 2, 2], 2),
+        let cases: Vec<(
+            usize,
+            usize,
+            [usize; 3],
+            usize,
+            usize,
+            [usize; 3],
+            [usize; 3],
+            [usize; 3],
+            [usize; 3],
+            usize,
+        )> = vec![
+            (
+                2,
+                3,
+                [1, 6, 7],
+                4,
+                1,
+                [1, 3, 3],
+                [1, 1, 1],
+                [1, 1, 1],
+                [0, 1, 1],
+                2,
+            ),
+            (
+                3,
+                4,
+                [1, 7, 6],
+                6,
+                2,
+                [1, 3, 2],
+                [1, 2, 1],
+                [1, 1, 2],
+                [0, 1, 0],
+                2,
+            ),
+            (
+                1,
+                2,
+                [1, 1, 9],
+                3,
+                1,
+                [1, 1, 3],
+                [1, 1, 2],
+                [1, 1, 1],
+                [0, 0, 2],
+                1,
+            ),
+            (
+                2,
+                2,
+                [1, 1, 9],
+                2,
+                2,
+                [1, 1, 2],
+                [1, 1, 1],
+                [1, 1, 3],
+                [0, 0, 1],
+                1,
+            ),
+            (
+                2,
+                2,
+                [4, 5, 3],
+                3,
+                1,
+                [2, 3, 2],
+                [1, 1, 1],
+                [1, 1, 1],
+                [1, 0, 1],
+                3,
+            ),
+            (
+                1,
+                3,
+                [5, 4, 4],
+                3,
+                3,
+                [3, 2, 2],
+                [2, 1, 2],
+                [1, 2, 1],
+                [1, 1, 0],
+                3,
+            ),
+            (
+                5,
+                8,
+                [1, 9, 9],
+                8,
+                4,
+                [1, 3, 3],
+                [1, 1, 1],
+                [1, 2, 2],
+                [0, 2, 2],
+                2,
+            ),
         ];
         for (n, c, xs, f, g, k, s, d, p, nd) in cases {
             let x = vals(n * c * xs.iter().product::<usize>(), 1);
@@ -1308,7 +1615,8 @@ mod tests {
                 ("num_filter", f.to_string()),
                 ("num_group", g.to_string()),
             ];
-            let attrs: Vec<(&str, &str)> = attrs_owned.iter().map(|(a, b)| (*a, b.as_str())).collect();
+            let attrs: Vec<(&str, &str)> =
+                attrs_owned.iter().map(|(a, b)| (*a, b.as_str())).collect();
             let mut ab = attrs.clone();
             ab.push(("no_bias", "True"));
             let y = call("Convolution", &ab, &[arr(&x, &xshape), arr(&w, &wshape)]).unwrap();
@@ -1320,8 +1628,15 @@ mod tests {
             }
             // with bias, f32
             let ctx = Context::cpu(0);
-            let f32v = |v: &[f64], s: &[usize]| NDArray::from_vec(v.iter().map(|&a| a as f32).collect::<Vec<_>>(), s, ctx).unwrap();
-            let y = call("Convolution", &attrs, &[f32v(&x, &xshape), f32v(&w, &wshape), f32v(&bias, &[f])]).unwrap();
+            let f32v = |v: &[f64], s: &[usize]| {
+                NDArray::from_vec(v.iter().map(|&a| a as f32).collect::<Vec<_>>(), s, ctx).unwrap()
+            };
+            let y = call(
+                "Convolution",
+                &attrs,
+                &[f32v(&x, &xshape), f32v(&w, &wshape), f32v(&bias, &[f])],
+            )
+            .unwrap();
             let per: usize = ys.iter().product();
             for (idx, a) in y[0].to_vec::<f32>().unwrap().iter().enumerate() {
                 let want_v = want[idx] + bias[(idx / per) % f];
@@ -1332,7 +1647,11 @@ mod tests {
                 check_grad(
                     "Convolution",
                     &attrs,
-                    &[(x.clone(), xshape.clone()), (w.clone(), wshape.clone()), (bias.clone(), vec![f])],
+                    &[
+                        (x.clone(), xshape.clone()),
+                        (w.clone(), wshape.clone()),
+                        (bias.clone(), vec![f]),
+                    ],
                     &[0, 1, 2],
                 );
             }
@@ -1344,43 +1663,142 @@ mod tests {
         let (n, c, h, w_, f) = (2, 4, 5, 6, 6);
         let x = vals(n * c * h * w_, 4);
         let w = vals(f * 2 * 9, 5);
-        let attrs = [("kernel", "(3, 3)"), ("num_filter", "6"), ("num_group", "2"), ("pad", "(1, 1)"), ("no_bias", "True")];
-        let y = call("Convolution", &attrs, &[arr(&x, &[n, c, h, w_]), arr(&w, &[f, 2, 3, 3])]).unwrap()[0].to_vec::<f64>().unwrap();
-        let xl = call("transpose", &[("axes", "(0, 2, 3, 1)")], &[arr(&x, &[n, c, h, w_])]).unwrap();
-        let wl = call("transpose", &[("axes", "(0, 2, 3, 1)")], &[arr(&w, &[f, 2, 3, 3])]).unwrap();
+        let attrs = [
+            ("kernel", "(3, 3)"),
+            ("num_filter", "6"),
+            ("num_group", "2"),
+            ("pad", "(1, 1)"),
+            ("no_bias", "True"),
+        ];
+        let y = call(
+            "Convolution",
+            &attrs,
+            &[arr(&x, &[n, c, h, w_]), arr(&w, &[f, 2, 3, 3])],
+        )
+        .unwrap()[0]
+            .to_vec::<f64>()
+            .unwrap();
+        let xl = call(
+            "transpose",
+            &[("axes", "(0, 2, 3, 1)")],
+            &[arr(&x, &[n, c, h, w_])],
+        )
+        .unwrap();
+        let wl = call(
+            "transpose",
+            &[("axes", "(0, 2, 3, 1)")],
+            &[arr(&w, &[f, 2, 3, 3])],
+        )
+        .unwrap();
         let mut al = attrs.to_vec();
         al.push(("layout", "NHWC"));
         let yl = call("Convolution", &al, &[xl[0].clone(), wl[0].clone()]).unwrap();
         assert_eq!(yl[0].shape, vec![n, h, w_, f]);
-        let back = call("transpose", &[("axes", "(0, 3, 1, 2)")], &yl).unwrap()[0].to_vec::<f64>().unwrap();
+        let back = call("transpose", &[("axes", "(0, 3, 1, 2)")], &yl).unwrap()[0]
+            .to_vec::<f64>()
+            .unwrap();
         for (a, b) in y.iter().zip(&back) {
             assert!((a - b).abs() < 1e-12);
         }
-        check_grad("Convolution", &al, &[(vals(2 * 3 * 3 * 4, 1), vec![2, 3, 3, 4]), (vals(6 * 9 * 2, 2), vec![6, 3, 3, 2])], &[0, 1]);
+        check_grad(
+            "Convolution",
+            &al,
+            &[
+                (vals(2 * 3 * 3 * 4, 1), vec![2, 3, 3, 4]),
+                (vals(6 * 9 * 2, 2), vec![6, 3, 3, 2]),
+            ],
+            &[0, 1],
+        );
     }
 
     #[test]
     fn conv_errors_and_inference() {
-        let e = call("Convolution", &[("kernel", "(3, 3)"), ("num_filter", "8")], &[arr(&vals(2 * 3 * 25, 1), &[2, 3, 5, 5]), arr(&vals(8 * 4 * 9, 1), &[8, 4, 3, 3]), arr(&vals(8, 1), &[8])]).err().unwrap();
+        let e = call(
+            "Convolution",
+            &[("kernel", "(3, 3)"), ("num_filter", "8")],
+            &[
+                arr(&vals(2 * 3 * 25, 1), &[2, 3, 5, 5]),
+                arr(&vals(8 * 4 * 9, 1), &[8, 4, 3, 3]),
+                arr(&vals(8, 1), &[8]),
+            ],
+        )
+        .err()
+        .unwrap();
         let m = e.message();
-        assert!(m.contains("Convolution: weight shape (8, 4, 3, 3) does not match: expected (8, 3, 3, 3)") && m.contains("(2, 3, 5, 5)"), "{m}");
-        let e = call("Convolution", &[("kernel", "(7, 7)"), ("num_filter", "8")], &[arr(&vals(75, 1), &[1, 3, 5, 5]), arr(&vals(8 * 3 * 49, 1), &[8, 3, 7, 7]), arr(&vals(8, 1), &[8])]).err().unwrap();
-        assert!(e.message().contains("larger than the padded data"), "{}", e.message());
-        let e = call("Convolution", &[("kernel", "(3, 3)"), ("num_filter", "8"), ("layout", "NCW")], &[arr(&vals(75, 1), &[1, 3, 5, 5])]).err().unwrap();
-        assert!(e.message().contains("layout 'NCW' is not supported"), "{}", e.message());
-        let e = call("Convolution", &[("num_filter", "8")], &[arr(&vals(75, 1), &[1, 3, 5, 5])]).err().unwrap();
+        assert!(
+            m.contains(
+                "Convolution: weight shape (8, 4, 3, 3) does not match: expected (8, 3, 3, 3)"
+            ) && m.contains("(2, 3, 5, 5)"),
+            "{m}"
+        );
+        let e = call(
+            "Convolution",
+            &[("kernel", "(7, 7)"), ("num_filter", "8")],
+            &[
+                arr(&vals(75, 1), &[1, 3, 5, 5]),
+                arr(&vals(8 * 3 * 49, 1), &[8, 3, 7, 7]),
+                arr(&vals(8, 1), &[8]),
+            ],
+        )
+        .err()
+        .unwrap();
+        assert!(
+            e.message().contains("larger than the padded data"),
+            "{}",
+            e.message()
+        );
+        let e = call(
+            "Convolution",
+            &[("kernel", "(3, 3)"), ("num_filter", "8"), ("layout", "NCW")],
+            &[arr(&vals(75, 1), &[1, 3, 5, 5])],
+        )
+        .err()
+        .unwrap();
+        assert!(
+            e.message().contains("layout 'NCW' is not supported"),
+            "{}",
+            e.message()
+        );
+        let e = call(
+            "Convolution",
+            &[("num_filter", "8")],
+            &[arr(&vals(75, 1), &[1, 3, 5, 5])],
+        )
+        .err()
+        .unwrap();
         assert!(e.message().contains("'kernel'"), "{}", e.message());
         // weight/bias inference from data
-        let c = crate::ops::registry::parse_call(crate::ops::lookup("Convolution").unwrap(), crate::ops::Attrs::from_pairs(&[("kernel", "(3, 3)"), ("num_filter", "8"), ("num_group", "3")])).unwrap();
+        let c = crate::ops::registry::parse_call(
+            crate::ops::lookup("Convolution").unwrap(),
+            crate::ops::Attrs::from_pairs(&[
+                ("kernel", "(3, 3)"),
+                ("num_filter", "8"),
+                ("num_group", "3"),
+            ]),
+        )
+        .unwrap();
         let mut ins = vec![Some(vec![2, 6, 5, 5]), None, None];
         let mut outs = vec![None];
         (c.def.infer_shape)(&c, &mut ins, &mut outs).unwrap_err();
-        let c = crate::ops::registry::parse_call(crate::ops::lookup("Convolution").unwrap(), crate::ops::Attrs::from_pairs(&[("kernel", "(3, 3)"), ("num_filter", "9"), ("num_group", "3"), ("stride", "(2, 2)")])).unwrap();
+        let c = crate::ops::registry::parse_call(
+            crate::ops::lookup("Convolution").unwrap(),
+            crate::ops::Attrs::from_pairs(&[
+                ("kernel", "(3, 3)"),
+                ("num_filter", "9"),
+                ("num_group", "3"),
+                ("stride", "(2, 2)"),
+            ]),
+        )
+        .unwrap();
         (c.def.infer_shape)(&c, &mut ins, &mut outs).unwrap();
         assert_eq!(ins[1], Some(vec![9, 2, 3, 3]));
         assert_eq!(ins[2], Some(vec![9]));
         assert_eq!(outs[0], Some(vec![2, 9, 2, 2]));
-        let c = crate::ops::registry::parse_call(crate::ops::lookup("FullyConnected").unwrap(), crate::ops::Attrs::from_pairs(&[("num_hidden", "7")])).unwrap();
+        let c = crate::ops::registry::parse_call(
+            crate::ops::lookup("FullyConnected").unwrap(),
+            crate::ops::Attrs::from_pairs(&[("num_hidden", "7")]),
+        )
+        .unwrap();
         let mut ins = vec![Some(vec![4, 3, 5]), None, None];
         (c.def.infer_shape)(&c, &mut ins, &mut outs).unwrap();
         assert_eq!(ins[1], Some(vec![7, 15]));
@@ -1393,7 +1811,12 @@ mod tests {
         let x = vals(2 * 3 * 2, 1);
         let w = vals(4 * 6, 2);
         let b = vals(4, 3);
-        let y = call("FullyConnected", &[("num_hidden", "4")], &[arr(&x, &[2, 3, 2]), arr(&w, &[4, 6]), arr(&b, &[4])]).unwrap();
+        let y = call(
+            "FullyConnected",
+            &[("num_hidden", "4")],
+            &[arr(&x, &[2, 3, 2]), arr(&w, &[4, 6]), arr(&b, &[4])],
+        )
+        .unwrap();
         assert_eq!(y[0].shape, vec![2, 4]);
         let got = y[0].to_vec::<f64>().unwrap();
         for i in 0..2 {
@@ -1402,11 +1825,38 @@ mod tests {
                 assert!((got[i * 4 + j] - want).abs() < 1e-12);
             }
         }
-        check_grad("FullyConnected", &[("num_hidden", "4")], &[(x.clone(), vec![2, 3, 2]), (w.clone(), vec![4, 6]), (b.clone(), vec![4])], &[0, 1, 2]);
+        check_grad(
+            "FullyConnected",
+            &[("num_hidden", "4")],
+            &[
+                (x.clone(), vec![2, 3, 2]),
+                (w.clone(), vec![4, 6]),
+                (b.clone(), vec![4]),
+            ],
+            &[0, 1, 2],
+        );
         let w2 = vals(8, 4);
-        let y = call("FullyConnected", &[("num_hidden", "4"), ("flatten", "False"), ("no_bias", "True")], &[arr(&x, &[2, 3, 2]), arr(&w2, &[4, 2])]).unwrap();
+        let y = call(
+            "FullyConnected",
+            &[
+                ("num_hidden", "4"),
+                ("flatten", "False"),
+                ("no_bias", "True"),
+            ],
+            &[arr(&x, &[2, 3, 2]), arr(&w2, &[4, 2])],
+        )
+        .unwrap();
         assert_eq!(y[0].shape, vec![2, 3, 4]);
-        check_grad("FullyConnected", &[("num_hidden", "4"), ("flatten", "False"), ("no_bias", "True")], &[(x, vec![2, 3, 2]), (w2, vec![4, 2])], &[0, 1]);
+        check_grad(
+            "FullyConnected",
+            &[
+                ("num_hidden", "4"),
+                ("flatten", "False"),
+                ("no_bias", "True"),
+            ],
+            &[(x, vec![2, 3, 2]), (w2, vec![4, 2])],
+            &[0, 1],
+        );
     }
 
     #[test]
@@ -1416,25 +1866,81 @@ mod tests {
             let (n, c, f, h) = (2, 3, 4, 4);
             let x = vals(n * c * h * h, 1);
             let w = vals(c * f * 9, 2);
-            let attrs = [("kernel", "(3, 3)".to_string()), ("stride", format!("({s}, {s})")), ("pad", format!("({p}, {p})")), ("adj", format!("({adj}, {adj})")), ("num_filter", f.to_string())];
+            let attrs = [
+                ("kernel", "(3, 3)".to_string()),
+                ("stride", format!("({s}, {s})")),
+                ("pad", format!("({p}, {p})")),
+                ("adj", format!("({adj}, {adj})")),
+                ("num_filter", f.to_string()),
+            ];
             let a: Vec<(&str, &str)> = attrs.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            let y = call("Deconvolution", &a, &[arr(&x, &[n, c, h, h]), arr(&w, &[c, f, 3, 3])]).unwrap();
+            let y = call(
+                "Deconvolution",
+                &a,
+                &[arr(&x, &[n, c, h, h]), arr(&w, &[c, f, 3, 3])],
+            )
+            .unwrap();
             let oh = (h - 1) * s + 3 - 2 * p + adj;
             assert_eq!(y[0].shape, vec![n, f, oh, oh]);
             let r = vals(n * f * oh * oh, 3);
-            let ca = [("kernel", "(3, 3)".to_string()), ("stride", format!("({s}, {s})")), ("pad", format!("({p}, {p})")), ("num_filter", c.to_string()), ("no_bias", "True".to_string())];
+            let ca = [
+                ("kernel", "(3, 3)".to_string()),
+                ("stride", format!("({s}, {s})")),
+                ("pad", format!("({p}, {p})")),
+                ("num_filter", c.to_string()),
+                ("no_bias", "True".to_string()),
+            ];
             let ca: Vec<(&str, &str)> = ca.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            let z = call("Convolution", &ca, &[arr(&r, &[n, f, oh, oh]), arr(&w, &[c, f, 3, 3])]).unwrap();
+            let z = call(
+                "Convolution",
+                &ca,
+                &[arr(&r, &[n, f, oh, oh]), arr(&w, &[c, f, 3, 3])],
+            )
+            .unwrap();
             assert_eq!(z[0].shape, vec![n, c, h, h]);
-            let lhs: f64 = y[0].to_vec::<f64>().unwrap().iter().zip(&r).map(|(a, b)| a * b).sum();
-            let rhs: f64 = z[0].to_vec::<f64>().unwrap().iter().zip(&x).map(|(a, b)| a * b).sum();
+            let lhs: f64 = y[0]
+                .to_vec::<f64>()
+                .unwrap()
+                .iter()
+                .zip(&r)
+                .map(|(a, b)| a * b)
+                .sum();
+            let rhs: f64 = z[0]
+                .to_vec::<f64>()
+                .unwrap()
+                .iter()
+                .zip(&x)
+                .map(|(a, b)| a * b)
+                .sum();
             assert!((lhs - rhs).abs() < 1e-9, "{lhs} vs {rhs}");
             let mut ab = a.clone();
             ab.push(("no_bias", "False"));
-            check_grad("Deconvolution", &ab, &[(vals(18, 4), vec![1, 2, 3, 3]), (vals(2 * f * 9, 5), vec![2, f, 3, 3]), (vals(f, 6), vec![f])], &[0, 1, 2]);
+            check_grad(
+                "Deconvolution",
+                &ab,
+                &[
+                    (vals(18, 4), vec![1, 2, 3, 3]),
+                    (vals(2 * f * 9, 5), vec![2, f, 3, 3]),
+                    (vals(f, 6), vec![f]),
+                ],
+                &[0, 1, 2],
+            );
         }
         // target_shape decides pad/adj
-        let y = call("Deconvolution", &[("kernel", "(4, 4)"), ("stride", "(2, 2)"), ("num_filter", "2"), ("target_shape", "(8, 8)")], &[arr(&vals(16, 1), &[1, 1, 4, 4]), arr(&vals(32, 1), &[1, 2, 4, 4])]).unwrap();
+        let y = call(
+            "Deconvolution",
+            &[
+                ("kernel", "(4, 4)"),
+                ("stride", "(2, 2)"),
+                ("num_filter", "2"),
+                ("target_shape", "(8, 8)"),
+            ],
+            &[
+                arr(&vals(16, 1), &[1, 1, 4, 4]),
+                arr(&vals(32, 1), &[1, 2, 4, 4]),
+            ],
+        )
+        .unwrap();
         assert_eq!(y[0].shape, vec![1, 2, 8, 8]);
     }
 
@@ -1444,12 +1950,36 @@ mod tests {
     fn conv_speed() {
         let ctx = Context::cpu(0);
         let (n, c, h, f) = (32, 64, 56, 64);
-        let x = NDArray::from_vec(vals(n * c * h * h, 1).iter().map(|&v| v as f32).collect::<Vec<_>>(), &[n, c, h, h], ctx).unwrap();
-        let w = NDArray::from_vec(vals(f * c * 9, 2).iter().map(|&v| v as f32).collect::<Vec<_>>(), &[f, c, 3, 3], ctx).unwrap();
+        let x = NDArray::from_vec(
+            vals(n * c * h * h, 1)
+                .iter()
+                .map(|&v| v as f32)
+                .collect::<Vec<_>>(),
+            &[n, c, h, h],
+            ctx,
+        )
+        .unwrap();
+        let w = NDArray::from_vec(
+            vals(f * c * 9, 2)
+                .iter()
+                .map(|&v| v as f32)
+                .collect::<Vec<_>>(),
+            &[f, c, 3, 3],
+            ctx,
+        )
+        .unwrap();
         let b = NDArray::from_vec(vec![0.1f32; f], &[f], ctx).unwrap();
-        let attrs = [("kernel", "(3, 3)"), ("pad", "(1, 1)"), ("num_filter", "64")];
+        let attrs = [
+            ("kernel", "(3, 3)"),
+            ("pad", "(1, 1)"),
+            ("num_filter", "64"),
+        ];
         let flops = 2.0 * (n * f * c * 9 * h * h) as f64;
-        let fwd = || call("Convolution", &attrs, &[x.clone(), w.clone(), b.clone()]).unwrap()[0].wait_to_read().unwrap();
+        let fwd = || {
+            call("Convolution", &attrs, &[x.clone(), w.clone(), b.clone()]).unwrap()[0]
+                .wait_to_read()
+                .unwrap()
+        };
         for _ in 0..2 {
             fwd();
         }
@@ -1459,10 +1989,20 @@ mod tests {
             fwd();
         }
         let s = t0.elapsed().as_secs_f64() / reps as f64;
-        println!("Convolution forward (32,64,56,56)x(64,64,3,3) pad 1: {:.2} ms, {:.1} GFLOP/s", s * 1e3, flops / s / 1e9);
-        let dy = call("Convolution", &attrs, &[x.clone(), w.clone(), b.clone()]).unwrap()[0].clone();
+        println!(
+            "Convolution forward (32,64,56,56)x(64,64,3,3) pad 1: {:.2} ms, {:.1} GFLOP/s",
+            s * 1e3,
+            flops / s / 1e9
+        );
+        let dy =
+            call("Convolution", &attrs, &[x.clone(), w.clone(), b.clone()]).unwrap()[0].clone();
         let bwd = || {
-            let o = call("_backward_Convolution", &attrs, &[dy.clone(), x.clone(), w.clone()]).unwrap();
+            let o = call(
+                "_backward_Convolution",
+                &attrs,
+                &[dy.clone(), x.clone(), w.clone()],
+            )
+            .unwrap();
             for a in &o {
                 a.wait_to_read().unwrap();
             }
@@ -1473,6 +2013,10 @@ mod tests {
             bwd();
         }
         let s = t0.elapsed().as_secs_f64() / reps as f64;
-        println!("Convolution backward data+weight+bias: {:.2} ms, {:.1} GFLOP/s (2x forward flops)", s * 1e3, 2.0 * flops / s / 1e9);
+        println!(
+            "Convolution backward data+weight+bias: {:.2} ms, {:.1} GFLOP/s (2x forward flops)",
+            s * 1e3,
+            2.0 * flops / s / 1e9
+        );
     }
 }

@@ -22,13 +22,21 @@ fn parse_emb(a: &Attrs, op: &str) -> Result<Params> {
     let p = a.p(op);
     let (i, o) = (p.i64_req("input_dim")?, p.i64_req("output_dim")?);
     if i < 1 || o < 1 {
-        return Err(Error::Param(format!("{op}: input_dim ({i}) and output_dim ({o}) must be positive")));
+        return Err(Error::Param(format!(
+            "{op}: input_dim ({i}) and output_dim ({o}) must be positive"
+        )));
     }
     if p.bool("sparse_grad", false)? {
-        return Err(Error::Param(format!("{op}: sparse_grad=True is not supported (dense gradients only)")));
+        return Err(Error::Param(format!(
+            "{op}: sparse_grad=True is not supported (dense gradients only)"
+        )));
     }
     let dtype = p.dtype("dtype", DType::F32)?;
-    Ok(Box::new(EmbParam { input_dim: i as usize, output_dim: o as usize, dtype }))
+    Ok(Box::new(EmbParam {
+        input_dim: i as usize,
+        output_dim: o as usize,
+        dtype,
+    }))
 }
 
 fn emb_index(v: f64, n: usize) -> usize {
@@ -148,13 +156,25 @@ fn parse_pad(a: &Attrs, op: &str) -> Result<Params> {
         "constant" => PadMode::Constant,
         "edge" => PadMode::Edge,
         "reflect" => PadMode::Reflect,
-        m => return Err(Error::Param(format!("{op}: mode '{m}' is not one of constant, edge, reflect"))),
+        m => {
+            return Err(Error::Param(format!(
+                "{op}: mode '{m}' is not one of constant, edge, reflect"
+            )))
+        }
     };
-    let w = p.ints("pad_width")?.ok_or_else(|| Error::Param(format!("{op}: required argument 'pad_width' is missing")))?;
+    let w = p
+        .ints("pad_width")?
+        .ok_or_else(|| Error::Param(format!("{op}: required argument 'pad_width' is missing")))?;
     if w.iter().any(|&v| v < 0) || w.len() % 2 != 0 {
-        return Err(Error::Param(format!("{op}: pad_width {w:?} must be non-negative (before, after) pairs")));
+        return Err(Error::Param(format!(
+            "{op}: pad_width {w:?} must be non-negative (before, after) pairs"
+        )));
     }
-    Ok(Box::new(PadParam { mode, width: w.into_iter().map(|v| v as usize).collect(), value: p.f64("constant_value", 0.0)? }))
+    Ok(Box::new(PadParam {
+        mode,
+        width: w.into_iter().map(|v| v as usize).collect(),
+        value: p.f64("constant_value", 0.0)?,
+    }))
 }
 
 fn pad_shape(p: &PadParam, d: &[usize]) -> Result<Shape> {
@@ -175,10 +195,16 @@ fn pad_shape(p: &PadParam, d: &[usize]) -> Result<Shape> {
             )));
         }
         if p.mode == PadMode::Edge && n == 0 && (a > 0 || b > 0) {
-            return Err(Error::Shape(format!("Pad: edge padding of an empty axis {i} (data shape {})", fmt_shape(d))));
+            return Err(Error::Shape(format!(
+                "Pad: edge padding of an empty axis {i} (data shape {})",
+                fmt_shape(d)
+            )));
         }
     }
-    Ok(d.iter().enumerate().map(|(i, &n)| n + p.width[2 * i] + p.width[2 * i + 1]).collect())
+    Ok(d.iter()
+        .enumerate()
+        .map(|(i, &n)| n + p.width[2 * i] + p.width[2 * i + 1])
+        .collect())
 }
 
 /// Source index along one axis for output position o (None: constant).
@@ -299,36 +325,58 @@ fn parse_crop(a: &Attrs, op: &str) -> Result<Params> {
     let p = a.p(op);
     let n = p.i64_req("num_args")?;
     if n != 1 && n != 2 {
-        return Err(Error::Param(format!("{op}: num_args must be 1 or 2, got {n}")));
+        return Err(Error::Param(format!(
+            "{op}: num_args must be 1 or 2, got {n}"
+        )));
     }
     let pair = |k: &str| -> Result<(usize, usize)> {
         let v = p.ints_or(k, &[0, 0])?;
         if v.len() != 2 || v.iter().any(|&x| x < 0) {
-            return Err(Error::Param(format!("{op}: argument '{k}' {v:?} must be two non-negative integers")));
+            return Err(Error::Param(format!(
+                "{op}: argument '{k}' {v:?} must be two non-negative integers"
+            )));
         }
         Ok((v[0] as usize, v[1] as usize))
     };
-    Ok(Box::new(CropParam { num_args: n as usize, offset: pair("offset")?, h_w: pair("h_w")?, center: p.bool("center_crop", false)? }))
+    Ok(Box::new(CropParam {
+        num_args: n as usize,
+        offset: pair("offset")?,
+        h_w: pair("h_w")?,
+        center: p.bool("center_crop", false)?,
+    }))
 }
 
 /// (top, left, out shape) of a crop of `d` (to `like` or h_w).
 fn crop_geo(p: &CropParam, d: &[usize], like: Option<&[usize]>) -> Result<(usize, usize, Shape)> {
     if d.len() != 4 {
-        return Err(Error::Shape(format!("Crop: data shape {} must be 4-D (N, C, H, W)", fmt_shape(d))));
+        return Err(Error::Shape(format!(
+            "Crop: data shape {} must be 4-D (N, C, H, W)",
+            fmt_shape(d)
+        )));
     }
     let (h, w) = match like {
         Some(l) => {
             if l.len() < 2 {
-                return Err(Error::Shape(format!("Crop: crop_like shape {} needs at least 2 dimensions", fmt_shape(l))));
+                return Err(Error::Shape(format!(
+                    "Crop: crop_like shape {} needs at least 2 dimensions",
+                    fmt_shape(l)
+                )));
             }
             (l[l.len() - 2], l[l.len() - 1])
         }
         None => p.h_w,
     };
     if h > d[2] || w > d[3] {
-        return Err(Error::Shape(format!("Crop: crop size ({h}, {w}) is larger than data shape {}", fmt_shape(d))));
+        return Err(Error::Shape(format!(
+            "Crop: crop size ({h}, {w}) is larger than data shape {}",
+            fmt_shape(d)
+        )));
     }
-    let (t, l) = if p.center { ((d[2] - h) / 2, (d[3] - w) / 2) } else { p.offset };
+    let (t, l) = if p.center {
+        ((d[2] - h) / 2, (d[3] - w) / 2)
+    } else {
+        p.offset
+    };
     if t + h > d[2] || l + w > d[3] {
         return Err(Error::Shape(format!(
             "Crop: offset ({t}, {l}) with crop size ({h}, {w}) exceeds data shape {}",
@@ -339,7 +387,16 @@ fn crop_geo(p: &CropParam, d: &[usize], like: Option<&[usize]>) -> Result<(usize
 }
 
 #[allow(clippy::too_many_arguments)]
-fn crop_copy<T: Elem>(x: &mut [T], y: &mut [T], d: &[usize], t: usize, l: usize, h: usize, w: usize, back: bool) {
+fn crop_copy<T: Elem>(
+    x: &mut [T],
+    y: &mut [T],
+    d: &[usize],
+    t: usize,
+    l: usize,
+    h: usize,
+    w: usize,
+    back: bool,
+) {
     let planes = d[0] * d[1];
     for pl in 0..planes {
         for r in 0..h {
@@ -397,7 +454,8 @@ pub static CROP: OpDef = OpDef {
 
 pub static BACKWARD_CROP: OpDef = OpDef {
     name: "_backward_Crop",
-    doc: "Internal: gradient of Crop (the output gradient placed in a zero array shaped like data). \
+    doc:
+        "Internal: gradient of Crop (the output gradient placed in a zero array shaped like data). \
           Inputs: output gradient, data (and crop_like).",
     inputs: &["ograd", "data", "crop_like"],
     num_inputs: Some(|c| c.p::<CropParam>().num_args + 1),
@@ -431,19 +489,33 @@ mod tests {
     #[test]
     fn embedding() {
         let w = vals(12, 1);
-        let y = call("Embedding", &[("input_dim", "4"), ("output_dim", "3")], &[arr(&[1.0, 3.0, 1.0], &[3]), arr(&w, &[4, 3])]).unwrap();
+        let y = call(
+            "Embedding",
+            &[("input_dim", "4"), ("output_dim", "3")],
+            &[arr(&[1.0, 3.0, 1.0], &[3]), arr(&w, &[4, 3])],
+        )
+        .unwrap();
         assert_eq!(y[0].shape, vec![3, 3]);
         let v = y[0].to_vec::<f64>().unwrap();
         assert_eq!(&v[..3], &w[3..6]);
         assert_eq!(&v[3..6], &w[9..12]);
-        check_grad("Embedding", &[("input_dim", "4"), ("output_dim", "3")], &[(vec![1.0, 3.0, 1.0, 0.0], vec![2, 2]), (w, vec![4, 3])], &[1]);
+        check_grad(
+            "Embedding",
+            &[("input_dim", "4"), ("output_dim", "3")],
+            &[(vec![1.0, 3.0, 1.0, 0.0], vec![2, 2]), (w, vec![4, 3])],
+            &[1],
+        );
     }
 
     #[test]
     fn pad_modes() {
         let x = vals(2 * 2 * 3 * 3, 1);
         for mode in ["constant", "edge", "reflect"] {
-            let at = [("mode", mode), ("pad_width", "(0, 0, 0, 0, 1, 2, 2, 1)"), ("constant_value", "0.5")];
+            let at = [
+                ("mode", mode),
+                ("pad_width", "(0, 0, 0, 0, 1, 2, 2, 1)"),
+                ("constant_value", "0.5"),
+            ];
             let y = call("Pad", &at, &[arr(&x, &[2, 2, 3, 3])]).unwrap();
             assert_eq!(y[0].shape, vec![2, 2, 6, 6]);
             let v = y[0].to_vec::<f64>().unwrap();
@@ -462,11 +534,30 @@ mod tests {
     #[test]
     fn crop() {
         let x = vals(2 * 5 * 6, 1);
-        let y = call("Crop", &[("num_args", "1"), ("h_w", "(2, 3)"), ("offset", "(1, 2)")], &[arr(&x, &[1, 2, 5, 6])]).unwrap();
+        let y = call(
+            "Crop",
+            &[("num_args", "1"), ("h_w", "(2, 3)"), ("offset", "(1, 2)")],
+            &[arr(&x, &[1, 2, 5, 6])],
+        )
+        .unwrap();
         assert_eq!(y[0].shape, vec![1, 2, 2, 3]);
         assert_eq!(y[0].to_vec::<f64>().unwrap()[0], x[6 + 2]);
-        check_grad("Crop", &[("num_args", "1"), ("h_w", "(2, 3)"), ("center_crop", "True")], &[(x.clone(), vec![1, 2, 5, 6])], &[0]);
-        let y = call("Crop", &[("num_args", "2"), ("center_crop", "True")], &[arr(&x, &[1, 2, 5, 6]), arr(&[0.0; 4], &[1, 1, 2, 2])]).unwrap();
+        check_grad(
+            "Crop",
+            &[
+                ("num_args", "1"),
+                ("h_w", "(2, 3)"),
+                ("center_crop", "True"),
+            ],
+            &[(x.clone(), vec![1, 2, 5, 6])],
+            &[0],
+        );
+        let y = call(
+            "Crop",
+            &[("num_args", "2"), ("center_crop", "True")],
+            &[arr(&x, &[1, 2, 5, 6]), arr(&[0.0; 4], &[1, 1, 2, 2])],
+        )
+        .unwrap();
         assert_eq!(y[0].shape, vec![1, 2, 2, 2]);
         assert_eq!(y[0].to_vec::<f64>().unwrap()[0], x[6 + 2]);
     }

@@ -43,7 +43,11 @@ pub static OPS: &[&OpDef] = &[
 
 /// The forward call's attributes, to pass to its backward operator.
 pub(crate) fn fwd_attrs(c: &OpCall) -> Vec<(&str, String)> {
-    c.attrs.0.iter().map(|(k, v)| (k.as_str(), v.clone())).collect()
+    c.attrs
+        .0
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.clone()))
+        .collect()
 }
 
 /// Build `_backward_<op>` with the forward attributes and turn its outputs
@@ -57,7 +61,10 @@ pub(crate) fn backward_op(
 ) -> Result<Vec<Option<Entry>>> {
     let outs = b.op(name, &fwd_attrs(c), inputs)?;
     let mut it = outs.into_iter();
-    Ok(mask.iter().map(|&m| if m { it.next() } else { None }).collect())
+    Ok(mask
+        .iter()
+        .map(|&m| if m { it.next() } else { None })
+        .collect())
 }
 
 /// All known dtypes equal and floating point; fills the unknown ones.

@@ -41,10 +41,14 @@ fn parse_pool(a: &Attrs, op: &str) -> Result<Params> {
     let global = p.bool("global_pool", false)?;
     let kernel = p.ints("kernel")?.unwrap_or_default();
     if kernel.is_empty() && !global {
-        return Err(Error::Param(format!("{op}: argument 'kernel' is required unless global_pool=True")));
+        return Err(Error::Param(format!(
+            "{op}: argument 'kernel' is required unless global_pool=True"
+        )));
     }
     if kernel.len() > 3 || kernel.iter().any(|&k| k < 1) {
-        return Err(Error::Param(format!("{op}: kernel {kernel:?} must have 1 to 3 positive entries")));
+        return Err(Error::Param(format!(
+            "{op}: kernel {kernel:?} must have 1 to 3 positive entries"
+        )));
     }
     let nd = kernel.len();
     let tup = |k: &str, def: i64, min: i64| -> Result<Vec<usize>> {
@@ -53,7 +57,9 @@ fn parse_pool(a: &Attrs, op: &str) -> Result<Params> {
             return Ok(vec![def as usize; nd]);
         }
         if (v.len() != nd && !global) || v.iter().any(|&x| x < min) {
-            return Err(Error::Param(format!("{op}: argument '{k}' {v:?} must have {nd} entries >= {min} like kernel {kernel:?}")));
+            return Err(Error::Param(format!(
+                "{op}: argument '{k}' {v:?} must have {nd} entries >= {min} like kernel {kernel:?}"
+            )));
         }
         Ok(v.into_iter().map(|x| x as usize).collect())
     };
@@ -62,17 +68,27 @@ fn parse_pool(a: &Attrs, op: &str) -> Result<Params> {
         "avg" => PoolType::Avg,
         "sum" => PoolType::Sum,
         "lp" => PoolType::Lp,
-        t => return Err(Error::Param(format!("{op}: pool_type '{t}' is not one of max, avg, sum, lp"))),
+        t => {
+            return Err(Error::Param(format!(
+                "{op}: pool_type '{t}' is not one of max, avg, sum, lp"
+            )))
+        }
     };
     let conv = match p.str("pooling_convention", "valid").as_str() {
         "valid" => Convention::Valid,
         "full" => Convention::Full,
         "same" => Convention::Same,
-        t => return Err(Error::Param(format!("{op}: pooling_convention '{t}' is not one of valid, full, same"))),
+        t => {
+            return Err(Error::Param(format!(
+                "{op}: pooling_convention '{t}' is not one of valid, full, same"
+            )))
+        }
     };
     let p_value = p.f64("p_value", 2.0)?;
     if pool_type == PoolType::Lp && p_value <= 0.0 {
-        return Err(Error::Param(format!("{op}: p_value must be positive, got {p_value}")));
+        return Err(Error::Param(format!(
+            "{op}: p_value must be positive, got {p_value}"
+        )));
     }
     let _ = p.bool("cudnn_off", false)?;
     let layout = p.opt_str("layout");
@@ -83,7 +99,9 @@ fn parse_pool(a: &Attrs, op: &str) -> Result<Params> {
     };
     if let Some(l) = &layout {
         if !global && l.len() != nd + 2 {
-            return Err(Error::Param(format!("{op}: layout '{l}' does not fit a {nd}-D kernel {kernel:?}")));
+            return Err(Error::Param(format!(
+                "{op}: layout '{l}' does not fit a {nd}-D kernel {kernel:?}"
+            )));
         }
     }
     Ok(Box::new(PoolParam {
@@ -112,7 +130,10 @@ struct PGeo {
 
 fn pool_geo(pp: &PoolParam, shape: &[usize], op: &str) -> Result<(PGeo, Vec<usize>)> {
     if shape.len() < 3 || shape.len() > 5 {
-        return Err(Error::Shape(format!("{op}: data shape {} must have 3 to 5 dimensions", fmt_shape(shape))));
+        return Err(Error::Shape(format!(
+            "{op}: data shape {} must have 3 to 5 dimensions",
+            fmt_shape(shape)
+        )));
     }
     let nd = shape.len() - 2;
     if !pp.global && pp.kernel.len() != nd {
@@ -125,8 +146,11 @@ fn pool_geo(pp: &PoolParam, shape: &[usize], op: &str) -> Result<(PGeo, Vec<usiz
     }
     let cf = super::conv::to_cf_pub(shape, pp.channel_last);
     let sp = &cf[2..];
-    let (k, s, pad): (Vec<usize>, Vec<usize>, Vec<usize>) =
-        if pp.global { (sp.to_vec(), vec![1; nd], vec![0; nd]) } else { (pp.kernel.clone(), pp.stride.clone(), pp.pad.clone()) };
+    let (k, s, pad): (Vec<usize>, Vec<usize>, Vec<usize>) = if pp.global {
+        (sp.to_vec(), vec![1; nd], vec![0; nd])
+    } else {
+        (pp.kernel.clone(), pp.stride.clone(), pp.pad.clone())
+    };
     let mut out = vec![0; nd];
     let mut padv = pad.clone();
     for i in 0..nd {
@@ -166,7 +190,14 @@ fn pool_geo(pp: &PoolParam, shape: &[usize], op: &str) -> Result<(PGeo, Vec<usiz
     };
     let mut ocf = vec![cf[0], cf[1]];
     ocf.extend_from_slice(&out);
-    let g = PGeo { planes: cf[0] * cf[1], xs: p3(sp, 1), ys: p3(&out, 1), k: p3(&k, 1), s: p3(&s, 1), p: p3(&padv, 0) };
+    let g = PGeo {
+        planes: cf[0] * cf[1],
+        xs: p3(sp, 1),
+        ys: p3(&out, 1),
+        k: p3(&k, 1),
+        s: p3(&s, 1),
+        p: p3(&padv, 0),
+    };
     Ok((g, super::conv::from_cf_pub(&ocf, pp.channel_last)))
 }
 
@@ -183,7 +214,12 @@ fn win(o: usize, k: usize, s: usize, p: usize, x: usize) -> (usize, usize, usize
 }
 
 /// Call f(out_index, list of input offsets in the window, divisor) per output.
-fn for_windows(g: &PGeo, pp: &PoolParam, plane: usize, mut f: impl FnMut(usize, &mut dyn Iterator<Item = usize>, f64)) {
+fn for_windows(
+    g: &PGeo,
+    pp: &PoolParam,
+    plane: usize,
+    mut f: impl FnMut(usize, &mut dyn Iterator<Item = usize>, f64),
+) {
     let [xd, xh, xw] = g.xs;
     let [yd, yh, yw] = g.ys;
     let base = plane * xd * xh * xw;
@@ -194,8 +230,14 @@ fn for_windows(g: &PGeo, pp: &PoolParam, plane: usize, mut f: impl FnMut(usize, 
             let (h0, h1, hs) = win(b, g.k[1], g.s[1], g.p[1], xh);
             for c in 0..yw {
                 let (w0, w1, ws) = win(c, g.k[2], g.s[2], g.p[2], xw);
-                let div = if pp.count_include_pad { (ds * hs * ws) as f64 } else { ((d1 - d0) * (h1 - h0) * (w1 - w0)) as f64 };
-                let mut it = (d0..d1).flat_map(move |i| (h0..h1).flat_map(move |j| (w0..w1).map(move |k| base + (i * xh + j) * xw + k)));
+                let div = if pp.count_include_pad {
+                    (ds * hs * ws) as f64
+                } else {
+                    ((d1 - d0) * (h1 - h0) * (w1 - w0)) as f64
+                };
+                let mut it = (d0..d1).flat_map(move |i| {
+                    (h0..h1).flat_map(move |j| (w0..w1).map(move |k| base + (i * xh + j) * xw + k))
+                });
                 f(oi, &mut it, div);
                 oi += 1;
             }
@@ -261,7 +303,11 @@ fn pool_bwd(g: &PGeo, pp: &PoolParam, dy: &[f64], x: &[f64], y: &[f64]) -> Vec<f
                     let p = pp.p_value;
                     let yv = y[oi];
                     it.for_each(|i| {
-                        let d = if yv == 0.0 { 0.0 } else { (x[i] / yv).powf(p - 1.0) };
+                        let d = if yv == 0.0 {
+                            0.0
+                        } else {
+                            (x[i] / yv).powf(p - 1.0)
+                        };
                         dp[i - off] += gv * d;
                     });
                 }
@@ -324,7 +370,13 @@ pub static BACKWARD_POOLING: OpDef = OpDef {
     infer_shape: |c, ins, outs| {
         if let Some(d) = ins[1].clone() {
             let o = pool_geo(c.p::<PoolParam>(), &d, "_backward_Pooling")?.1;
-            fill_shape("_backward_Pooling", "output gradient", &mut ins[0], o.clone(), "")?;
+            fill_shape(
+                "_backward_Pooling",
+                "output gradient",
+                &mut ins[0],
+                o.clone(),
+                "",
+            )?;
             fill_shape("_backward_Pooling", "output", &mut ins[2], o, "")?;
             outs[0] = Some(d);
         }
@@ -334,7 +386,11 @@ pub static BACKWARD_POOLING: OpDef = OpDef {
     cpu: Some(|c, i, o, _: &KernelCtx| {
         let pp = c.p::<PoolParam>();
         let (g, _) = pool_geo(pp, &i[1].shape, "_backward_Pooling")?;
-        let (dy, x, y) = (cf_f64(&i[0], pp.channel_last), cf_f64(&i[1], pp.channel_last), cf_f64(&i[2], pp.channel_last));
+        let (dy, x, y) = (
+            cf_f64(&i[0], pp.channel_last),
+            cf_f64(&i[1], pp.channel_last),
+            cf_f64(&i[2], pp.channel_last),
+        );
         store_cf(&o[0], pool_bwd(&g, pp, &dy, &x, &y), pp.channel_last);
         Ok(())
     }),
@@ -354,28 +410,43 @@ fn parse_up(a: &Attrs, op: &str) -> Result<Params> {
     let p = a.p(op);
     let scale = p.i64_req("scale")?;
     if scale < 1 {
-        return Err(Error::Param(format!("{op}: scale must be >= 1, got {scale}")));
+        return Err(Error::Param(format!(
+            "{op}: scale must be >= 1, got {scale}"
+        )));
     }
-    let st = p.opt_str("sample_type").ok_or_else(|| Error::Param(format!("{op}: required argument 'sample_type' is missing")))?;
+    let st = p
+        .opt_str("sample_type")
+        .ok_or_else(|| Error::Param(format!("{op}: required argument 'sample_type' is missing")))?;
     if st != "nearest" {
-        return Err(Error::Param(format!("{op}: sample_type='{st}' is not supported (only 'nearest')")));
+        return Err(Error::Param(format!(
+            "{op}: sample_type='{st}' is not supported (only 'nearest')"
+        )));
     }
     let n = p.i64("num_args", 1)?;
     if n != 1 {
-        return Err(Error::Param(format!("{op}: num_args={n} is not supported (only one input)")));
+        return Err(Error::Param(format!(
+            "{op}: num_args={n} is not supported (only one input)"
+        )));
     }
     let mode = p.str("multi_input_mode", "concat");
     if mode != "concat" && mode != "sum" {
-        return Err(Error::Param(format!("{op}: multi_input_mode must be concat or sum, got '{mode}'")));
+        return Err(Error::Param(format!(
+            "{op}: multi_input_mode must be concat or sum, got '{mode}'"
+        )));
     }
     let _ = p.i64("num_filter", 0)?;
     let _ = p.i64("workspace", 512)?;
-    Ok(Box::new(UpParam { scale: scale as usize }))
+    Ok(Box::new(UpParam {
+        scale: scale as usize,
+    }))
 }
 
 fn up_shape(s: &[usize], k: usize) -> Result<Vec<usize>> {
     if s.len() != 4 {
-        return Err(Error::Shape(format!("UpSampling: data shape {} must be 4-D (N, C, H, W)", fmt_shape(s))));
+        return Err(Error::Shape(format!(
+            "UpSampling: data shape {} must be 4-D (N, C, H, W)",
+            fmt_shape(s)
+        )));
     }
     Ok(vec![s[0], s[1], s[2] * k, s[3] * k])
 }
@@ -460,39 +531,111 @@ mod tests {
     fn pooling_values_and_grads() {
         let x = vals(2 * 2 * 5 * 5, 1);
         // 2x2 max, stride 2, valid -> (2, 2, 2, 2)
-        let y = call("Pooling", &[("kernel", "(2, 2)"), ("stride", "(2, 2)")], &[arr(&x, &[2, 2, 5, 5])]).unwrap();
+        let y = call(
+            "Pooling",
+            &[("kernel", "(2, 2)"), ("stride", "(2, 2)")],
+            &[arr(&x, &[2, 2, 5, 5])],
+        )
+        .unwrap();
         assert_eq!(y[0].shape, vec![2, 2, 2, 2]);
         let got = y[0].to_vec::<f64>().unwrap();
-        let want = [x[0], x[1], x[5], x[6]].iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let want = [x[0], x[1], x[5], x[6]]
+            .iter()
+            .cloned()
+            .fold(f64::NEG_INFINITY, f64::max);
         assert_eq!(got[0], want);
-        let y = call("Pooling", &[("kernel", "(2, 2)"), ("stride", "(2, 2)"), ("pooling_convention", "full")], &[arr(&x, &[2, 2, 5, 5])]).unwrap();
+        let y = call(
+            "Pooling",
+            &[
+                ("kernel", "(2, 2)"),
+                ("stride", "(2, 2)"),
+                ("pooling_convention", "full"),
+            ],
+            &[arr(&x, &[2, 2, 5, 5])],
+        )
+        .unwrap();
         assert_eq!(y[0].shape, vec![2, 2, 3, 3]);
-        let y = call("Pooling", &[("kernel", "(3, 3)"), ("global_pool", "True"), ("pool_type", "avg")], &[arr(&x, &[2, 2, 5, 5])]).unwrap();
+        let y = call(
+            "Pooling",
+            &[
+                ("kernel", "(3, 3)"),
+                ("global_pool", "True"),
+                ("pool_type", "avg"),
+            ],
+            &[arr(&x, &[2, 2, 5, 5])],
+        )
+        .unwrap();
         assert_eq!(y[0].shape, vec![2, 2, 1, 1]);
-        assert!((y[0].to_vec::<f64>().unwrap()[0] - x[..25].iter().sum::<f64>() / 25.0).abs() < 1e-12);
+        assert!(
+            (y[0].to_vec::<f64>().unwrap()[0] - x[..25].iter().sum::<f64>() / 25.0).abs() < 1e-12
+        );
         for pt in ["max", "avg", "sum"] {
-            for (k, s, p, conv, cip) in [("(2, 2)", "(1, 1)", "(0, 0)", "valid", "True"), ("(3, 2)", "(2, 1)", "(1, 1)", "full", "False"), ("(3, 3)", "(2, 2)", "(1, 1)", "valid", "True")] {
-                let at = [("kernel", k), ("stride", s), ("pad", p), ("pool_type", pt), ("pooling_convention", conv), ("count_include_pad", cip)];
+            for (k, s, p, conv, cip) in [
+                ("(2, 2)", "(1, 1)", "(0, 0)", "valid", "True"),
+                ("(3, 2)", "(2, 1)", "(1, 1)", "full", "False"),
+                ("(3, 3)", "(2, 2)", "(1, 1)", "valid", "True"),
+            ] {
+                let at = [
+                    ("kernel", k),
+                    ("stride", s),
+                    ("pad", p),
+                    ("pool_type", pt),
+                    ("pooling_convention", conv),
+                    ("count_include_pad", cip),
+                ];
                 check_grad("Pooling", &at, &[(x.clone(), vec![2, 2, 5, 5])], &[0]);
             }
         }
         let pos: Vec<f64> = x.iter().map(|v| v.abs() + 0.5).collect();
-        check_grad("Pooling", &[("kernel", "(2, 2)"), ("pool_type", "lp"), ("p_value", "3")], &[(pos.clone(), vec![2, 2, 5, 5])], &[0]);
-        check_grad("Pooling", &[("kernel", "(3,)"), ("pool_type", "avg"), ("stride", "(2,)")], &[(x[..20].to_vec(), vec![2, 2, 5])], &[0]);
-        check_grad("Pooling", &[("kernel", "(2, 2, 2)"), ("pool_type", "max")], &[(x[..72].to_vec(), vec![1, 2, 3, 4, 3])], &[0]);
+        check_grad(
+            "Pooling",
+            &[("kernel", "(2, 2)"), ("pool_type", "lp"), ("p_value", "3")],
+            &[(pos.clone(), vec![2, 2, 5, 5])],
+            &[0],
+        );
+        check_grad(
+            "Pooling",
+            &[("kernel", "(3,)"), ("pool_type", "avg"), ("stride", "(2,)")],
+            &[(x[..20].to_vec(), vec![2, 2, 5])],
+            &[0],
+        );
+        check_grad(
+            "Pooling",
+            &[("kernel", "(2, 2, 2)"), ("pool_type", "max")],
+            &[(x[..72].to_vec(), vec![1, 2, 3, 4, 3])],
+            &[0],
+        );
     }
 
     #[test]
     fn upsampling() {
         let x = vals(8, 1);
-        let y = call("UpSampling", &[("scale", "2"), ("sample_type", "nearest")], &[arr(&x, &[1, 2, 2, 2])]).unwrap();
+        let y = call(
+            "UpSampling",
+            &[("scale", "2"), ("sample_type", "nearest")],
+            &[arr(&x, &[1, 2, 2, 2])],
+        )
+        .unwrap();
         assert_eq!(y[0].shape, vec![1, 2, 4, 4]);
         let v = y[0].to_vec::<f64>().unwrap();
         assert_eq!(v[0], x[0]);
         assert_eq!(v[5], x[0]);
         assert_eq!(v[2], x[1]);
-        check_grad("UpSampling", &[("scale", "3"), ("sample_type", "nearest")], &[(x, vec![1, 2, 2, 2])], &[0]);
-        let e = call("UpSampling", &[("scale", "2"), ("sample_type", "bilinear")], &[arr(&[1.0], &[1, 1, 1, 1])]).err().unwrap();
-        assert!(e.message().contains("sample_type='bilinear' is not supported"));
+        check_grad(
+            "UpSampling",
+            &[("scale", "3"), ("sample_type", "nearest")],
+            &[(x, vec![1, 2, 2, 2])],
+            &[0],
+        );
+        let e = call(
+            "UpSampling",
+            &[("scale", "2"), ("sample_type", "bilinear")],
+            &[arr(&[1.0], &[1, 1, 1, 1])],
+        )
+        .err()
+        .unwrap();
+        assert!(e
+            .message()
+            .contains("sample_type='bilinear' is not supported"));
     }
 }
