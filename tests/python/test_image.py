@@ -12,21 +12,7 @@ import pytest
 import oxnet as mx
 
 
-@pytest.fixture(autouse=True)
-def _drain_engine_errors():
-    """Errors these tests provoke on purpose must not reach later waitall()s."""
-    yield
-    try:
-        mx.nd.waitall()
-    except mx.base.MXNetError:
-        pass
-
-
-HERE = os.path.dirname(__file__)
-IMAGES = os.path.join(HERE, "..", "data", "images")
-GOLD = os.path.join(HERE, "..", "data", "golden_io")
-META = json.load(open(os.path.join(GOLD, "io.json")))
-ARR = np.load(os.path.join(GOLD, "io.npz"))
+from iotest import ARR, GOLD, HERE, IMAGES, META, _drain_engine_errors  # noqa: F401
 
 
 def read(name):

@@ -230,3 +230,27 @@ macro_rules! dispatch_dtype {
         }
     }};
 }
+
+/// Like `dispatch_dtype!` over the float dtypes only (callers have checked
+/// the dtype in type inference).
+#[macro_export]
+macro_rules! dispatch_float {
+    ($dtype:expr, $T:ident => $body:expr) => {{
+        use $crate::base::DType as __D;
+        match $dtype {
+            __D::F32 => {
+                type $T = f32;
+                $body
+            }
+            __D::F64 => {
+                type $T = f64;
+                $body
+            }
+            __D::F16 => {
+                type $T = half::f16;
+                $body
+            }
+            d => panic!("float kernel called with dtype {}", d.name()),
+        }
+    }};
+}

@@ -71,7 +71,9 @@ macro_rules! unary_fn {
     };
 }
 
-fn erf64(x: f64) -> f64 {
+/// The error function in f64 (series for small |x|, continued fraction for
+/// erfc otherwise; ~1e-15). Shared with the gelu activation.
+pub(crate) fn erf64(x: f64) -> f64 {
     // Abramowitz-Stegun 7.1.26 refined with one Newton step on erfc's
     // continued behaviour is overkill here; use a high-precision series /
     // asymptotic split (max abs error ~1e-15).

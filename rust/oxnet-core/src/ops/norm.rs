@@ -276,29 +276,6 @@ fn affine_backward(
     })
 }
 
-/// Dispatch over the float dtypes only.
-#[macro_export]
-macro_rules! dispatch_float {
-    ($dtype:expr, $T:ident => $body:expr) => {{
-        use $crate::base::DType as __D;
-        match $dtype {
-            __D::F32 => {
-                type $T = f32;
-                $body
-            }
-            __D::F64 => {
-                type $T = f64;
-                $body
-            }
-            __D::F16 => {
-                type $T = half::f16;
-                $body
-            }
-            d => panic!("float kernel called with dtype {}", d.name()),
-        }
-    }};
-}
-
 fn float_only(op: &str, what: &str, t: DType) -> Result<()> {
     if !t.is_float() {
         return Err(Error::DType(format!(

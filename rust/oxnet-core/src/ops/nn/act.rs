@@ -68,35 +68,7 @@ fn softplus(x: f64) -> f64 {
     }
 }
 
-fn erf(x: f64) -> f64 {
-    // Series for small |x|, continued fraction for erfc otherwise (~1e-15).
-    let t = x.abs();
-    let r = if t < 2.5 {
-        let (mut sum, mut term, x2) = (t, t, t * t);
-        let mut n = 0.0;
-        loop {
-            n += 1.0;
-            term *= -x2 / n;
-            let add = term / (2.0 * n + 1.0);
-            sum += add;
-            if add.abs() < 1e-17 * sum.abs() {
-                break;
-            }
-        }
-        sum * 2.0 / std::f64::consts::PI.sqrt()
-    } else {
-        let mut f = 0.0;
-        for k in (1..60).rev() {
-            f = (k as f64 / 2.0) / (t + f);
-        }
-        1.0 - (-t * t).exp() / std::f64::consts::PI.sqrt() / (t + f)
-    };
-    if x < 0.0 {
-        -r
-    } else {
-        r
-    }
-}
+use crate::ops::elemwise::erf64 as erf;
 
 // ---------------------------------------------------------------------------
 // Activation
