@@ -14,7 +14,6 @@ from .ndarray import (  # noqa: F401
     waitall,
     zeros,
 )
-from . import ndarray as _nd_mod
 from . import op  # noqa: F401
 from .utils import load, save  # noqa: F401
 

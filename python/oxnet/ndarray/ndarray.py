@@ -6,12 +6,11 @@ operator, a loader or a loaded file) is the same type.
 """
 from __future__ import annotations
 
-import numbers
 
 import numpy as np
 
 from .. import _native
-from ..base import MXNetError, dtype_name, integer_types, numeric_types
+from ..base import dtype_name, integer_types, numeric_types
 from ..context import Context, current_context
 
 NDArray = _native.NDArray

@@ -25,7 +25,6 @@ Outputs (all in this folder):
 """
 import json
 import os
-import struct
 
 import cv2
 import mxnet as mx

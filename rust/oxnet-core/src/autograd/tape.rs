@@ -161,7 +161,7 @@ pub fn mark_variable(a: &mut NDArray, grad: Option<NDArray>, req: GradReq) -> Re
                     ("dtype", a.dtype().name()),
                 ],
                 &[],
-                &[g.clone()],
+                std::slice::from_ref(&g),
             )?;
             g
         }
@@ -294,7 +294,7 @@ pub fn backward(
                         "_zeros",
                         &[("shape", &crate::base::fmt_shape(s)), ("dtype", d.name())],
                         &[],
-                        &[z.clone()],
+                        std::slice::from_ref(&z),
                     )?;
                     z
                 }
@@ -394,11 +394,11 @@ pub fn backward(
                         registry::call_into(
                             "Cast",
                             &[("dtype", dst.dtype().name())],
-                            &[g.clone()],
+                            std::slice::from_ref(&g),
                             &[strip(&dst)],
                         )?
                     } else {
-                        registry::call_into("_copy", &[], &[g.clone()], &[strip(&dst)])?
+                        registry::call_into("_copy", &[], std::slice::from_ref(&g), &[strip(&dst)])?
                     }
                 } else {
                     registry::call_into(

@@ -9,9 +9,11 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+type DeviceQueues = Mutex<HashMap<(DevType, i32), Sender<Arc<Opr>>>>;
+
 pub struct ThreadedEngine {
     pub(crate) shared: Arc<Shared>,
-    queues: Mutex<HashMap<(DevType, i32), Sender<Arc<Opr>>>>,
+    queues: DeviceQueues,
     cpu_queue: Sender<Arc<Opr>>,
 }
 

@@ -886,7 +886,7 @@ impl Normalize {
                 self.std.len()
             )));
         }
-        if self.std.iter().any(|s| *s == 0.0) {
+        if self.std.contains(&0.0) {
             return Err(Error::Param("normalize: std may not contain 0".into()));
         }
         Ok(())
@@ -954,7 +954,7 @@ pub fn write_chw_u8(src: ImageView<'_>, rect: Rect, mirror: bool, dst: &mut [u8]
 const GRAY_COEF: [f32; 3] = [0.299, 0.587, 0.114];
 
 fn check_rgb(op: &str, data: &[f32]) -> Result<()> {
-    if data.len() % 3 != 0 {
+    if !data.len().is_multiple_of(3) {
         return Err(Error::Shape(format!(
             "{op}: expected an HWC image with 3 channels, got {} values",
             data.len()

@@ -267,7 +267,7 @@ impl Pipeline {
                 aug.norm.std.len()
             )));
         }
-        if aug.norm.std.iter().any(|s| *s == 0.0) {
+        if aug.norm.std.contains(&0.0) {
             return Err(Error::Param(
                 "ImageRecordIter: std may not contain 0".into(),
             ));
@@ -355,7 +355,7 @@ impl Pipeline {
         let mut order: Vec<usize> = (lo..hi).collect();
         if cfg.shuffle {
             let mut rng = Rng::seeded(
-                cfg.seed ^ 0x5EED_0F_5AFF1E ^ self.epoch.wrapping_mul(0xA24B_AED4_963E_E407),
+                cfg.seed ^ 0x5EED_0F5A_FF1E ^ self.epoch.wrapping_mul(0xA24B_AED4_963E_E407),
             );
             for i in (1..order.len()).rev() {
                 let j = rng.below(i as u64 + 1) as usize;

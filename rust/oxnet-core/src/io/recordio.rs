@@ -271,11 +271,7 @@ impl<R: Read + Seek> RecordReader<R> {
             let lrec = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
             let cflag = decode_flag(lrec);
             let len = decode_length(lrec) as usize;
-            let ok = match (first, cflag) {
-                (true, 0 | 1) => true,
-                (false, 2 | 3) => true,
-                _ => false,
-            };
+            let ok = matches!((first, cflag), (true, 0 | 1) | (false, 2 | 3));
             if !ok {
                 self.failed = true;
                 return Err(Error::Decode(format!(

@@ -1671,12 +1671,12 @@ fn add_n_kernel(_: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()>
                 }
             }
             _ => {
-                for k in 0..ov.len() {
+                for (k, o) in ov.iter_mut().enumerate() {
                     let mut s = 0f64;
                     for x in i {
                         s += x.data::<T>()[k].to_f64();
                     }
-                    ov[k] = T::from_f64(s);
+                    *o = T::from_f64(s);
                 }
             }
         }

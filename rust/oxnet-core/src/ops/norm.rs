@@ -311,9 +311,9 @@ fn infer_type_norm(
     float_only(op, "data", t)?;
     let pt = if t == DType::F16 { DType::F32 } else { t };
     let names = call.def.inputs;
-    for k in 1..ins.len() {
-        match ins[k] {
-            None => ins[k] = Some(pt),
+    for (k, slot) in ins.iter_mut().enumerate().skip(1) {
+        match *slot {
+            None => *slot = Some(pt),
             Some(u) => {
                 if u != t && u != pt {
                     return Err(Error::DType(format!(
@@ -643,7 +643,7 @@ fn norm_layout(op: &str, p: &NormParam, d: &[usize]) -> Result<(Lay, usize, bool
                 return Ok((Lay::from_axis(d, 1, Mode::PerOC), d[1], false));
             }
             let g = p.num_groups;
-            if d[1] % g != 0 {
+            if !d[1].is_multiple_of(g) {
                 return Err(Error::Shape(format!(
                     "{op}: the {} channels of data shape {} are not divisible by num_groups={g}",
                     d[1],

@@ -171,7 +171,7 @@ pub static SEQUENCE_MASK: OpDef = OpDef {
             .collect();
         let r = b.op1("SequenceMask", &attrs, &ins)?;
         let mut out = vec![Some(r)];
-        out.extend(std::iter::repeat(None).take(x.len() - 1));
+        out.extend(std::iter::repeat_n(None, x.len() - 1));
         Ok(out)
     }),
     ..OpDef::BASE
@@ -222,7 +222,7 @@ pub static SEQUENCE_LAST: OpDef = OpDef {
         ins.extend(x.iter().skip(1).copied());
         let r = b.op1("_sequence_last_grad", &seq_attrs(p), &ins)?;
         let mut out = vec![Some(r)];
-        out.extend(std::iter::repeat(None).take(x.len() - 1));
+        out.extend(std::iter::repeat_n(None, x.len() - 1));
         Ok(out)
     }),
     ..OpDef::BASE
@@ -267,7 +267,7 @@ pub static SEQUENCE_LAST_GRAD: OpDef = OpDef {
         let ins: Vec<Entry> = std::iter::once(g[0]).chain(x.iter().skip(2).copied()).collect();
         let r = b.op1("SequenceLast", &seq_attrs(c.p::<SeqParam>()), &ins)?;
         let mut out = vec![Some(r)];
-        out.extend(std::iter::repeat(None).take(x.len() - 1));
+        out.extend(std::iter::repeat_n(None, x.len() - 1));
         Ok(out)
     }),
     ..OpDef::BASE
@@ -308,7 +308,7 @@ pub static SEQUENCE_REVERSE: OpDef = OpDef {
         let ins: Vec<Entry> = std::iter::once(g[0]).chain(x.iter().skip(1).copied()).collect();
         let r = b.op1("SequenceReverse", &seq_attrs(c.p::<SeqParam>()), &ins)?;
         let mut out = vec![Some(r)];
-        out.extend(std::iter::repeat(None).take(x.len() - 1));
+        out.extend(std::iter::repeat_n(None, x.len() - 1));
         Ok(out)
     }),
     ..OpDef::BASE

@@ -235,7 +235,7 @@ pub fn infer_reshape(dshape: &[usize], param: &[i64], reverse: bool) -> Result<S
             .filter(|(j, _)| *j != k)
             .map(|(_, d)| *d)
             .product();
-        if known == 0 || total % known != 0 {
+        if known == 0 || !total.is_multiple_of(known) {
             return Err(bad(format!(
                 "cannot infer -1: {total} elements do not divide into {known}"
             )));
@@ -757,13 +757,7 @@ fn join_blobs(parts: &[Blob], out: &Blob, axis: usize, split: bool) {
     let outer: usize = numel(&out.shape[..axis]);
     let inners: Vec<usize> = parts
         .iter()
-        .map(|p| {
-            if outer == 0 {
-                0
-            } else {
-                numel(&p.shape) / outer
-            }
-        })
+        .map(|p| numel(&p.shape).checked_div(outer).unwrap_or(0))
         .collect();
     by_size!(out.dtype, T => {
         let ps: Vec<*mut T> = parts.iter().map(|p| p.raw_ptr() as *mut T).collect();
@@ -891,7 +885,7 @@ pub static SPLIT_LIKE: OpDef = OpDef {
             g,
         )?;
         let mut r = vec![Some(whole)];
-        r.extend(std::iter::repeat(None).take(x.len() - 1));
+        r.extend(std::iter::repeat_n(None, x.len() - 1));
         Ok(r)
     }),
     ..OpDef::BASE
@@ -1032,12 +1026,10 @@ pub static SLICE_CHANNEL: OpDef = OpDef {
 /// (1, s0, 1, s1, ...) to (r0, s0, r1, s1, ...).
 fn tile_views(s: &[usize], reps: &[usize]) -> (Shape, Shape, Shape) {
     let nd = s.len().max(reps.len());
-    let sp: Vec<usize> = std::iter::repeat(1)
-        .take(nd - s.len())
+    let sp: Vec<usize> = std::iter::repeat_n(1, nd - s.len())
         .chain(s.iter().copied())
         .collect();
-    let rp: Vec<usize> = std::iter::repeat(1)
-        .take(nd - reps.len())
+    let rp: Vec<usize> = std::iter::repeat_n(1, nd - reps.len())
         .chain(reps.iter().copied())
         .collect();
     let mut iv = Vec::with_capacity(2 * nd);
@@ -1591,9 +1583,11 @@ fn parse_spec(a: &Attrs, kind: &str) -> Result<SliceSpec> {
             end: p.opt_i64("end")?,
         },
         "slice_like" => SliceSpec::Like(p.ints_or("axes", &[])?),
-        _ => return Err(Error::Param(format!(
+        _ => {
+            return Err(Error::Param(format!(
             "_slice_scatter: mode '{kind}' must be one of reverse, slice, slice_axis, slice_like"
-        ))),
+        )))
+        }
     })
 }
 

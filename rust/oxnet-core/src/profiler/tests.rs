@@ -159,7 +159,7 @@ fn operators_are_recorded_with_scope_and_shapes() {
     let js: Value = serde_json::from_str(&dumps(false, "json", "total", false).unwrap()).unwrap();
     assert!(js["Time"]
         .get("operator (cpu/0)")
-        .map_or(true, |s| s.get("t_ops:_plus_scalar").is_none()));
+        .is_none_or(|s| s.get("t_ops:_plus_scalar").is_none()));
     assert!(dumps(false, "xml", "total", false).is_err());
     assert!(dumps(false, "table", "median", false).is_err());
     reset_all();

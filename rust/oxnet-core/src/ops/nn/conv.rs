@@ -8,6 +8,7 @@
 //!   padded row pitch, *is* the right-hand matrix of a GEMM (no im2col).
 //!   Outputs are computed at the padded row pitch and compacted.
 //! - any stride: im2col / col2im and one GEMM per group.
+//!
 //! Images are distributed over rayon threads; a single image parallelises
 //! inside the GEMM instead.
 use super::{backward_op, fill_shape, infer_float_same};
@@ -538,7 +539,7 @@ fn conv_shapes(
     let cf = to_cf(data, p.channel_last);
     let (n, c) = (cf[0], cf[1]);
     let g = p.num_group;
-    if c % g != 0 || p.num_filter % g != 0 {
+    if c % g != 0 || !p.num_filter.is_multiple_of(g) {
         return Err(Error::Shape(format!(
             "{op}: data channels ({c}) and num_filter ({}) must be multiples of num_group ({g}); data shape {}",
             p.num_filter,
@@ -641,7 +642,7 @@ fn deconv_pad(p: &ConvParam, i: usize, x: usize) -> Result<(usize, usize)> {
         )));
     }
     let tot = full - t;
-    Ok(((tot + 1) / 2, tot % 2))
+    Ok((tot.div_ceil(2), tot % 2))
 }
 
 fn conv_infer_common(
@@ -1193,7 +1194,7 @@ struct CfView<'a, T: Clone> {
 fn cf_data<'a, T: GemmT>(p: &ConvParam, b: &'a Blob, n: usize, c: usize) -> CfView<'a, T> {
     let d = b.data::<T>();
     if p.channel_last {
-        let s = if n * c == 0 { 0 } else { d.len() / (n * c) };
+        let s = d.len().checked_div(n * c).unwrap_or(0);
         CfView {
             data: std::borrow::Cow::Owned(relayout(d, n, c, s, false)),
         }
@@ -1214,7 +1215,7 @@ fn cf_weight<'a, T: GemmT>(p: &ConvParam, b: &'a Blob) -> CfView<'a, T> {
 fn store<T: GemmT>(p: &ConvParam, v: &[T], out: &Blob, n: usize, c: usize) {
     let o = out.data_mut::<T>();
     if p.channel_last {
-        let s = if n * c == 0 { 0 } else { v.len() / (n * c) };
+        let s = v.len().checked_div(n * c).unwrap_or(0);
         o.copy_from_slice(&relayout(v, n, c, s, true));
     } else {
         o.copy_from_slice(v);
@@ -1262,11 +1263,7 @@ fn conv_bwd_typed<T: GemmT>(p: &ConvParam, deconv: bool, i: &[Blob], o: &[Blob])
     let (wr, wc) = (i[2].shape[0], i[2].shape[i[2].shape.len() - 1]);
     store(p, &dw, &o[1], wr, wc);
     if !p.no_bias {
-        let ysz = if n * cout == 0 {
-            0
-        } else {
-            dy.data.len() / (n * cout)
-        };
+        let ysz = dy.data.len().checked_div(n * cout).unwrap_or(0);
         bias_grad(&dy.data, n, cout, ysz, o[2].data_mut::<T>());
     }
     Ok(())

@@ -116,6 +116,6 @@ pub(crate) fn to_f64_vec(b: &crate::ndarray::Blob) -> Vec<f64> {
 pub(crate) fn write_f64(b: &crate::ndarray::Blob, v: &[f64]) {
     crate::dispatch_dtype!(b.dtype, T => {
         let d = b.data_mut::<T>();
-        super::kernels::map1(v, d, |x| <T as crate::base::dtype::Elem>::from_f64(x));
+        super::kernels::map1(v, d, <T as crate::base::dtype::Elem>::from_f64);
     })
 }

@@ -325,7 +325,7 @@ fn cf_f64(b: &Blob, last: bool) -> Vec<f64> {
     }
     let s = &b.shape;
     let (n, c) = (s[0], s[s.len() - 1]);
-    let sp = if n * c == 0 { 0 } else { v.len() / (n * c) };
+    let sp = v.len().checked_div(n * c).unwrap_or(0);
     super::conv::relayout_pub(&v, n, c, sp, false)
 }
 
@@ -335,7 +335,7 @@ fn store_cf(b: &Blob, v: Vec<f64>, last: bool) {
     }
     let s = &b.shape;
     let (n, c) = (s[0], s[s.len() - 1]);
-    let sp = if n * c == 0 { 0 } else { v.len() / (n * c) };
+    let sp = v.len().checked_div(n * c).unwrap_or(0);
     super::write_f64(b, &super::conv::relayout_pub(&v, n, c, sp, true));
 }
 
