@@ -141,9 +141,16 @@ def copyMakeBorder(src, top, bot, left, right, type=0, value=0.0, values=(), out
     """Pad an image (h, w, c) NDArray with ``top``/``bot`` rows and
     ``left``/``right`` columns. ``type``: 0 constant (``value``, or one
     value per channel in ``values``), 1 replicate, 2 reflect, 3 wrap,
-    4 reflect_101 (OpenCV's border types). Returns a new NDArray."""
+    4 reflect_101 (OpenCV's border types). Returns a new NDArray.
+    As in OpenCV, channels beyond those given in ``values`` are filled
+    with 0."""
     _check_image(src, "copyMakeBorder")
-    vals = [float(v) for v in values] if values else [float(value)]
+    if values:
+        c = src.shape[2]
+        vals = [float(v) for v in values][:c]
+        vals += [0.0] * (c - len(vals))
+    else:
+        vals = [float(value)]
     return _native.image_copy_make_border(src, int(top), int(bot), int(left), int(right), int(type), vals, out)
 
 
@@ -845,19 +852,36 @@ class ImageIter(io.DataIter):
             "ImageIter: %s has %d label values but label_width is %d" % (self._last_where, lab.size, self.label_width)
         )
 
+    def _prepare_sample(self, label, s):
+        """Decode and augment one sample; returns (data, label), or None to
+        skip an invalid image (hook for subclasses such as ImageDetIter)."""
+        data = self.imdecode(s)
+        try:
+            self.check_valid_image(data)
+        except RuntimeError as e:
+            logging.debug("Invalid image, skipping:  %s", str(e))
+            return None
+        return self.augmentation_transform(data), label
+
+    def _new_label_batch(self):
+        """A host buffer for one batch of labels (filled by _label_row)."""
+        return np.zeros((self.batch_size, self.label_width), dtype=np.float32)
+
+    def _label_batch_out(self, batch_label):
+        """The batch's label NDArray from the host buffer."""
+        label = batch_label if self.label_width > 1 else batch_label[:, 0]
+        return nd.array(label)
+
     def _batchify(self, batch_data, batch_label, start=0):
         i = start
         batch_size = self.batch_size
         try:
             while i < batch_size:
                 label, s = self.next_sample()
-                data = self.imdecode(s)
-                try:
-                    self.check_valid_image(data)
-                except RuntimeError as e:
-                    logging.debug("Invalid image, skipping:  %s", str(e))
+                sample = self._prepare_sample(label, s)
+                if sample is None:
                     continue
-                data = self.augmentation_transform(data)
+                data, label = sample
                 assert i < batch_size, "Batch size must be multiples of augmenter output length"
                 if type(self).postprocess_data is ImageIter.postprocess_data:
                     _native.image_to_batch(data, batch_data, i)
@@ -883,7 +907,7 @@ class ImageIter(io.DataIter):
             i = self._cache_idx
         else:
             batch_data = nd.zeros((batch_size, c, h, w))
-            batch_label = np.zeros((batch_size, self.label_width), dtype=np.float32)
+            batch_label = self._new_label_batch()
             i = self._batchify(batch_data, batch_label)
         pad = batch_size - i
         if pad != 0:
@@ -901,8 +925,7 @@ class ImageIter(io.DataIter):
                 self._cache_data = None
                 self._cache_label = None
                 self._cache_idx = None
-        label = batch_label if self.label_width > 1 else batch_label[:, 0]
-        return io.DataBatch([batch_data], [nd.array(label)], pad=pad)
+        return io.DataBatch([batch_data], [self._label_batch_out(batch_label)], pad=pad)
 
     def check_data_shape(self, data_shape):
         """Require a (3, height, width) data_shape."""
