@@ -531,7 +531,7 @@ TABLE["LRN"] = [ref([U(1, 4, 2, 2)], lambda x, nsize, alpha, beta, knorm: _lrn(x
 TABLE["softmax"] = [
     ref([U(2, 3)], lambda x: _softmax(x)),
     ref([U(2, 3)], lambda x, axis, temperature: _softmax(x, 0, 2.0), {"axis": 0, "temperature": 2.0}, id="axis0"),
-    ref([U(2, 4), A([2, 3])], lambda x, n, axis, use_length: np.where(
+    ref([U(2, 4), A([2, 3], np.int32)], lambda x, n, axis, use_length: np.where(
         np.arange(4) < n[:, None], _softmax(np.where(np.arange(4) < n[:, None], x, -np.inf)), 0),
         {"axis": -1, "use_length": True}, wrt=[0], id="length"),
 ]
