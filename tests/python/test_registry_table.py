@@ -25,7 +25,7 @@ import pytest
 
 import oxnet as mx
 from oxnet import _native
-from oxnet.test_utils import assert_almost_equal, check_numeric_gradient
+from oxnet.test_utils import assert_almost_equal, check_consistency, check_numeric_gradient
 
 _rng = np.random.RandomState(42)
 
@@ -828,6 +828,16 @@ def _canonical_names():
     return {_native.get_op(n).name for n in _native.op_names()}
 
 
+def test_aliases_resolve_to_entries():
+    """Every registered name (aliases included) reaches a table entry, and
+    the public ones are callable as mx.nd functions."""
+    for n in _native.op_names():
+        canon = _native.get_op(n).name
+        assert canon in TABLE, f"{n} (alias of {canon}) has no entry"
+        if not n.startswith("_"):
+            assert callable(getattr(mx.nd, n)), n
+
+
 def test_table_covers_registry():
     names = _canonical_names()
     missing = sorted(names - set(TABLE))
@@ -939,3 +949,31 @@ def _check_via(name, op):
         mx.profiler.set_state("stop")
     table = mx.profiler.dumps(reset=True)
     assert f"\n{name} " in table, f"{name}: not dispatched by the gradient of {op}\n{table}"
+
+
+def _consistency_params():
+    out = []
+    for name in sorted(TABLE):
+        for k, c in enumerate(TABLE[name]):
+            # Operators whose output dtype follows their inputs (not Cast to a fixed dtype).
+            if (c["kind"] == "ref" and c["grad"] and c["odt"] is None and c["ins"]
+                    and all(x.dtype == np.float32 for x in c["ins"])):
+                out.append(pytest.param(name, c, id=f"{name}-{c['id'] or k}"))
+    return out
+
+
+@pytest.mark.parametrize("name,case", _consistency_params())
+def test_dtype_consistency(name, case):
+    """float64, float32 and float16 agree (outputs and gradients) within
+    MXNet's per-dtype tolerances: mx.test_utils.check_consistency."""
+    ins, params = case["ins"], case["params"]
+    names = [f"arg{i}" for i in range(len(ins))]
+    wrt = set(_grad_inputs(case))
+
+    def f(**kw):
+        return getattr(mx.nd, name)(*[kw[n] for n in names], **params)
+
+    ctx_list = [{"ctx": mx.cpu(0), **{n: x.shape for n, x in zip(names, ins)},
+                 "type_dict": {n: t for n in names}} for t in (np.float64, np.float32, np.float16)]
+    check_consistency(f, ctx_list, arg_params={n: x for n, x in zip(names, ins)},
+                      grad_req={n: "write" if i in wrt else "null" for i, n in enumerate(names)})
