@@ -40,7 +40,7 @@ def A(values, dtype=np.float32):
 
 
 def ref(ins, fn, params=None, grad=True, odt=None, wrt=None, mutated=None, rtol=None, atol=None,
-        grtol=1e-4, gatol=1e-6, id=None, xfail=None, xfail_grad=None):
+        grtol=1e-4, gatol=1e-6, id=None, xfail=None, xfail_grad=None, train=False):
     """A reference case.
 
     ins: input arrays (the operator's inputs, in order); fn(*ins_float64,
@@ -50,10 +50,11 @@ def ref(ins, fn, params=None, grad=True, odt=None, wrt=None, mutated=None, rtol=
     for operators without inputs); mutated: {input index: reference output
     index} for inputs the operator updates in place (optimizer states);
     xfail / xfail_grad: the reason of a known operator bug that makes the
-    forward / gradient check fail (strict: the test fails once it is fixed)."""
+    forward / gradient check fail (strict: the test fails once it is fixed);
+    train: run the forward in training mode (BatchNorm's batch statistics)."""
     return dict(kind="ref", ins=ins, fn=fn, params=params or {}, grad=grad, odt=odt, wrt=wrt,
                 mutated=mutated or {}, rtol=rtol, atol=atol, grtol=grtol, gatol=gatol, id=id,
-                xfail=xfail, xfail_grad=xfail_grad)
+                xfail=xfail, xfail_grad=xfail_grad, train=train)
 
 
 def prop(fn, id=None, xfail=None):
@@ -505,6 +506,17 @@ TABLE["BatchNorm"] = [
         lambda x, g, b, mm, mv, fix_gamma: (x - mm.reshape(1, 2, 1)) / np.sqrt(mv.reshape(1, 2, 1) + 1e-3)
         * g.reshape(1, 2, 1) + b.reshape(1, 2, 1), {"fix_gamma": False}, grad=False, id="gamma"),
 ]
+
+def _bn_train(x, g, b, mm, mv, fix_gamma, momentum):
+    mean, var = x.mean(axis=(0, 2)), x.var(axis=(0, 2))
+    y = (x - mean.reshape(1, 2, 1)) / np.sqrt(var.reshape(1, 2, 1) + 1e-3) * g.reshape(1, 2, 1) + b.reshape(1, 2, 1)
+    return [y, momentum * mm + (1 - momentum) * mean, momentum * mv + (1 - momentum) * var]
+
+
+TABLE["BatchNorm"].append(
+    # Training: batch statistics, and the moving statistics updated in place.
+    ref([_BN_X, _BN_G, _BN_B, _BN_MM, _BN_MV], _bn_train, {"fix_gamma": False, "momentum": 0.8}, wrt=[0, 1, 2],
+        mutated={3: 1, 4: 2}, train=True, id="training"))
 TABLE["LayerNorm"] = [
     ref([U(2, 3, 4), U(4, lo=0.5, hi=1.5), U(4)], lambda x, g, b: _norm_axes(x, -1, 1e-5) * g + b),
     ref([U(2, 3, 4), U(3, lo=0.5, hi=1.5), U(3)], lambda x, g, b, axis, eps: _norm_axes(x, 1, 1e-3)
@@ -869,7 +881,16 @@ def _run_ref(name, c):
     ins64 = [x.astype(np.float64) if x.dtype.kind == "f" else x for x in ins]
     expected = _as_list(c["fn"](*[x.copy() for x in ins64], **params))
     arrays = [nd(x) for x in ins]
-    got = _as_list(getattr(mx.nd, name)(*arrays, **params))
+    if c["train"]:
+        # Recorded in training mode, then backward: MXNet 1.9.1 on CPU updates
+        # BatchNorm's moving statistics in the backward pass (cuDNN in the forward).
+        for i in _grad_inputs(c):
+            arrays[i].attach_grad()
+        with mx.autograd.record():
+            got = _as_list(getattr(mx.nd, name)(*arrays, **params))
+        mx.autograd.backward(got)
+    else:
+        got = _as_list(getattr(mx.nd, name)(*arrays, **params))
     mutated = c["mutated"]
     # The reference lists the outputs, then the new values of mutated state inputs.
     n_out = len(expected) - len({k for k in mutated.values() if k > 0})
