@@ -968,7 +968,8 @@ def _check_via(name, op):
         mx.nd.waitall()
     finally:
         mx.profiler.set_state("stop")
-    table = mx.profiler.dumps(reset=True)
+        table = mx.profiler.dumps(reset=True)
+        mx.profiler.set_config()  # back to the defaults
     assert f"\n{name} " in table, f"{name}: not dispatched by the gradient of {op}\n{table}"
 
 
