@@ -929,13 +929,13 @@ def _check_grad(name, c):
 
 
 @pytest.mark.parametrize("name,case", _params(grad=False))
-def test_forward(name, case):
+def test_forward(name, case, request):
     """Forward against the NumPy reference (or the case's property)."""
     kind = case["kind"]
     if kind == "prop":
         case["fn"]()
     elif kind == "via":
-        _check_via(name, case["op"])
+        _check_via(name, case["op"], request.getfixturevalue("tmp_path"))
     else:
         _run_ref(name, case)
 
@@ -946,12 +946,12 @@ def test_gradient(name, case):
     _check_grad(name, case)
 
 
-def _check_via(name, op):
+def _check_via(name, op, tmp_path):
     """The gradient of ``op``'s cases (numerically checked in their own
     test) dispatches ``name``."""
     cases = [c for c in TABLE[op] if c["kind"] in ("ref", "prop")]
     assert cases, f"{name}: {op} has no case to go through"
-    mx.profiler.set_config(profile_imperative=True, aggregate_stats=True)
+    mx.profiler.set_config(profile_imperative=True, aggregate_stats=True, filename=str(tmp_path / "via.json"))
     mx.profiler.dumps(reset=True)
     mx.profiler.set_state("run")
     try:
@@ -969,7 +969,8 @@ def _check_via(name, op):
     finally:
         mx.profiler.set_state("stop")
         table = mx.profiler.dumps(reset=True)
-        mx.profiler.set_config()  # back to the defaults
+        # Back to the defaults, except the file the exit dump writes: not the working directory.
+        mx.profiler.set_config(filename=str(tmp_path / "leftover.json"))
     assert f"\n{name} " in table, f"{name}: not dispatched by the gradient of {op}\n{table}"
 
 
