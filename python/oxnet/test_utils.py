@@ -1,5 +1,8 @@
-"""Testing helpers with MXNet's names and behaviour (the subset that does
-not need the symbolic API)."""
+"""Testing helpers with MXNet 1.9.1's names and behaviour.
+
+Until oxnet has a symbolic API, :func:`check_numeric_gradient` and
+:func:`check_consistency` take a Python callable over NDArrays where MXNet
+takes a Symbol."""
 from __future__ import annotations
 
 import inspect
