@@ -1,6 +1,12 @@
-"""Testing helpers with MXNet's names and behaviour (the subset that does
-not need the symbolic API)."""
+"""Testing helpers with MXNet 1.9.1's names and behaviour.
+
+Until oxnet has a symbolic API, :func:`check_numeric_gradient` and
+:func:`check_consistency` take a Python callable over NDArrays where MXNet
+takes a Symbol."""
 from __future__ import annotations
+
+import inspect
+import numbers
 
 import numpy as np
 
@@ -27,35 +33,77 @@ def _as_np(a):
     return a.asnumpy() if isinstance(a, NDArray) else np.asarray(a)
 
 
-def _default_tols(a, b):
-    dt = np.result_type(a.dtype, b.dtype)
-    if dt == np.float16:
-        return 1e-2, 1e-2
-    if dt == np.float64:
-        return 1e-5, 1e-7
-    return 1e-4, 1e-5
+def default_dtype():
+    """The dtype tests compute in by default (``np.float32``)."""
+    return np.float32
+
+
+def default_rtols():
+    """Default relative tolerance per dtype (a dict ``np.dtype -> float``)."""
+    return {np.dtype(np.float16): 1e-2, np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-5,
+            **{np.dtype(t): 0 for t in (np.bool_, np.int8, np.uint8, np.int32, np.uint32, np.int64, np.uint64)}}
+
+
+def default_atols():
+    """Default absolute tolerance per dtype (a dict ``np.dtype -> float``)."""
+    return {np.dtype(np.float16): 1e-1, np.dtype(np.float32): 1e-3, np.dtype(np.float64): 1e-20,
+            **{np.dtype(t): 0 for t in (np.bool_, np.int8, np.uint8, np.int32, np.uint32, np.int64, np.uint64)}}
+
+
+def default_numeric_eps():
+    """Default finite-difference step per floating dtype (a dict ``np.dtype -> float``)."""
+    return {np.dtype(np.float16): 1.0 / 2**6, np.dtype(np.float32): 1.0 / 2**9, np.dtype(np.float64): 1.0 / 2**14}
+
+
+def get_tolerance(dat, tol, default_tol):
+    """The tolerance for comparing ``dat`` (an array or number): ``tol`` itself
+    when it is a number, else ``tol[dtype]`` when ``tol`` is a dict holding
+    the dtype, else ``default_tol[dtype]``. Returns a float."""
+    if isinstance(tol, numbers.Number):
+        return tol
+    dtype = np.dtype(np.asarray(dat).dtype if isinstance(dat, numbers.Number) else dat.dtype)
+    tol = {} if tol is None else tol
+    if dtype in tol:
+        return tol[dtype]
+    if dtype in default_tol:
+        return default_tol[dtype]
+    return 0 if dtype.kind in "biu" else default_tol[np.dtype(np.float32)]
+
+
+def get_tols(x, y, rtol, atol):
+    """(rtol, atol) for comparing x and y: the larger of the two operands'
+    tolerances (so the less precise dtype decides)."""
+    rtol = max(get_tolerance(x, rtol, default_rtols()), get_tolerance(y, rtol, default_rtols()))
+    atol = max(get_tolerance(x, atol, default_atols()), get_tolerance(y, atol, default_atols()))
+    return rtol, atol
 
 
 def almost_equal(a, b, rtol=None, atol=None, equal_nan=False):
-    """True when every element of a and b (NDArrays or NumPy) is close."""
+    """True when every element of a and b (NDArrays or NumPy) is close.
+    ``rtol``/``atol`` are numbers, dicts ``dtype -> float`` or None for the
+    per-dtype defaults (:func:`default_rtols`, :func:`default_atols`)."""
     a, b = _as_np(a), _as_np(b)
-    r, t = _default_tols(a, b)
-    return bool(np.allclose(a, b, rtol=r if rtol is None else rtol, atol=t if atol is None else atol, equal_nan=equal_nan))
+    rtol, atol = get_tols(a, b, rtol, atol)
+    return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
 def assert_almost_equal(a, b, rtol=None, atol=None, names=("a", "b"), equal_nan=False):
-    """Raise AssertionError, showing the worst element, unless a and b are close."""
+    """Raise AssertionError, showing the worst element, unless a and b
+    (NDArrays or NumPy arrays of one shape) are close. Tolerances as in
+    :func:`almost_equal`. Returns None."""
     a, b = _as_np(a), _as_np(b)
     if a.shape != b.shape:
         raise AssertionError(f"shape mismatch: {names[0]}{a.shape} vs {names[1]}{b.shape}")
-    r, t = _default_tols(a, b)
-    rtol = r if rtol is None else rtol
-    atol = t if atol is None else atol
+    rtol, atol = get_tols(a, b, rtol, atol)
     if np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan):
         return
-    diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
-    rel = diff / (np.abs(b.astype(np.float64)) + atol)
-    idx = np.unravel_index(np.nanargmax(rel), rel.shape) if rel.size else ()
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    diff = np.abs(a64 - b64)
+    rel = diff / (np.abs(b64) * rtol + atol + 1e-300)
+    if equal_nan:
+        rel[np.isnan(a64) & np.isnan(b64)] = 0
+    rel[np.isnan(rel)] = np.inf
+    idx = np.unravel_index(np.argmax(rel), rel.shape) if rel.size else ()
     raise AssertionError(
         f"Items are not equal (rtol={rtol}, atol={atol}): worst at {idx}: "
         f"{names[0]}={a[idx]!r} {names[1]}={b[idx]!r}\n{names[0]}: {a}\n{names[1]}: {b}"
@@ -87,3 +135,336 @@ def rand_ndarray(shape, stype="default", density=None, dtype=None, ctx=None):
     if stype != "default":
         raise ValueError(f"rand_ndarray: storage type '{stype}' is not supported (only 'default')")
     return array(np.random.uniform(size=shape), ctx=ctx or default_context(), dtype=dtype or "float32")
+
+
+# -- gradient and consistency checks -------------------------------------------------
+# MXNet 1.9.1 runs these on a Symbol; oxnet has no symbolic API yet, so ``sym``
+# is a Python callable over NDArrays (an imperative "symbol").
+
+_NOT_CALLABLE = (
+    "{fn}: sym must be a Python callable taking NDArrays and returning an NDArray or a list "
+    "of NDArrays; got {typ}. Symbols are not supported yet (oxnet has no symbolic API)."
+)
+
+
+def _require_callable(fn, sym):
+    if isinstance(sym, (list, tuple)) or not callable(sym):
+        raise TypeError(_NOT_CALLABLE.format(fn=fn, typ=type(sym).__name__))
+
+
+def _positional_names(fn, n):
+    """Names of fn's first n positional parameters ('arg0'... when not inspectable)."""
+    try:
+        params = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    if len(params) >= n:
+        return [p.name for p in params[:n]]
+    return [f"arg{i}" for i in range(n)]
+
+
+def _as_outputs(res, fn):
+    outs = [res] if isinstance(res, NDArray) else list(res) if isinstance(res, (list, tuple)) else None
+    if not outs or not all(isinstance(o, NDArray) for o in outs):
+        raise TypeError(f"{fn}: sym must return an NDArray or a list of NDArrays, got {type(res).__name__}")
+    return outs
+
+
+def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rtol=None, atol=None,
+                           grad_nodes=None, use_forward_train=True, ctx=None, grad_stype_dict=None,
+                           dtype=np.float32):
+    """Check the autograd gradient of ``sym`` against central finite differences.
+
+    sym : callable
+        Takes NDArrays and returns an NDArray or a list of NDArrays. It is
+        called positionally with the arrays of ``location`` when that is a
+        list/tuple, or with them as keywords when it is a dict.
+    location : list, tuple or dict of numpy.ndarray / NDArray
+        The point where the gradient is checked. NumPy arrays are converted
+        to ``dtype`` on ``ctx``; NDArrays are used as they are. With a list,
+        the argument names are the callable's positional parameter names.
+    aux_states : list, tuple or dict, optional
+        Extra inputs that are not differentiated (e.g. moving statistics),
+        passed after ``location`` (list) or as keywords (dict); a fresh copy is
+        passed to every call, so a call that updates them does not leak.
+    numeric_eps : float or dict dtype->float, optional
+        Step of the finite differences (default per dtype:
+        :func:`default_numeric_eps`; at least 1e-5 below float64).
+    rtol, atol : float or dict dtype->float, optional
+        Tolerances of the comparison (default per dtype).
+    grad_nodes : list of names or dict name->grad_req, optional
+        Arguments to check (default: all). With grad_req 'add' the gradient
+        buffer starts non-zero and the added part is checked; with 'null' the
+        buffer must stay untouched.
+    use_forward_train : bool
+        Run the finite-difference forwards in training mode.
+    ctx : Context, optional
+        Where to compute (default :func:`default_context`).
+    grad_stype_dict : dict, optional
+        Storage type of the gradients; only 'default' is supported.
+    dtype : np.float16, np.float32 or np.float64
+        Dtype of the arrays made from NumPy values.
+
+    The outputs are projected on fixed random weights in [0.1, 1.1) and
+    summed, so one scalar is differentiated. Returns None; raises
+    AssertionError naming the argument when a gradient does not match.
+    """
+    from . import autograd
+
+    _require_callable("check_numeric_gradient", sym)
+    if dtype not in (np.float16, np.float32, np.float64):
+        raise ValueError(f"check_numeric_gradient: dtype must be np.float16, np.float32 or np.float64, got {dtype}")
+    if grad_stype_dict:
+        bad = {k: v for k, v in grad_stype_dict.items() if v != "default"}
+        if bad:
+            raise ValueError(f"check_numeric_gradient: only 'default' gradient storage is supported, got {bad}")
+    ctx = ctx or default_context()
+    if not isinstance(location, (list, tuple, dict)):
+        raise TypeError("check_numeric_gradient: location must be a list, tuple or dict of arrays")
+    keyword = isinstance(location, dict)
+    names = list(location.keys()) if keyword else _positional_names(sym, len(location))
+    values = list(location.values()) if keyword else list(location)
+
+    def to_nd(v):
+        return v if isinstance(v, NDArray) else array(np.asarray(v), ctx=ctx, dtype=dtype)
+
+    loc = {n: to_nd(v) for n, v in zip(names, values)}
+    loc_np = {n: v.asnumpy() for n, v in loc.items()}
+    aux_np = None
+    if aux_states is not None:
+        if isinstance(aux_states, dict):
+            aux_np = {k: _as_np(v) for k, v in aux_states.items()}
+        else:
+            aux_np = [_as_np(v) for v in aux_states]
+
+    def call(arrays):
+        aux = None
+        if aux_np is not None:
+            if isinstance(aux_np, dict):
+                aux = {k: array(v, ctx=ctx, dtype=v.dtype) for k, v in aux_np.items()}
+            else:
+                aux = [array(v, ctx=ctx, dtype=v.dtype) for v in aux_np]
+        if keyword:
+            kw = dict(arrays)
+            if aux:
+                kw.update(aux)
+            return _as_outputs(sym(**kw), "check_numeric_gradient")
+        return _as_outputs(sym(*[arrays[n] for n in names], *(aux or [])), "check_numeric_gradient")
+
+    if grad_nodes is None:
+        grad_req = {n: "write" for n in names}
+    elif isinstance(grad_nodes, dict):
+        grad_req = dict(grad_nodes)
+    elif isinstance(grad_nodes, (list, tuple)):
+        grad_req = {n: "write" for n in grad_nodes}
+    else:
+        raise ValueError("check_numeric_gradient: grad_nodes must be None, a list of names or a dict name->grad_req")
+    unknown = [n for n in grad_req if n not in loc]
+    if unknown:
+        raise ValueError(f"check_numeric_gradient: grad_nodes {unknown} are not arguments (arguments: {names})")
+    for n, r in grad_req.items():
+        if r not in ("write", "add", "null"):
+            raise ValueError(f"check_numeric_gradient: invalid grad_req {r!r} for argument {n}")
+
+    # Symbolic (autograd) gradients.
+    orig_grad = {n: np.random.normal(0, 0.01, size=loc[n].shape) for n in grad_req}
+    grads = {n: array(orig_grad[n], ctx=ctx, dtype=loc[n].dtype) for n in grad_req}
+    variables = [loc[n] for n in grad_req]
+    autograd.mark_variables(variables, [grads[n] for n in grad_req], [grad_req[n] for n in grad_req])
+    with autograd.record(train_mode=True):
+        outs = call(loc)
+    projs = [np.random.rand(*o.shape) + 0.1 for o in outs]
+    autograd.backward(outs, [array(p, ctx=ctx, dtype=o.dtype) for p, o in zip(projs, outs)])
+    sym_grads = {n: grads[n].asnumpy() for n in grad_req}
+
+    eps = get_tolerance(outs[0], numeric_eps, default_numeric_eps())
+    if dtype in (np.float32, np.float16) and eps < 1e-5:
+        raise ValueError(f"check_numeric_gradient: numeric_eps={eps} is too small for {np.dtype(dtype).name}")
+
+    # Finite differences: the forwards run without recording.
+    def loss(arrays):
+        with autograd.pause(train_mode=use_forward_train):
+            res = call(arrays)
+        return sum(float((r.asnumpy().astype(np.float64) * p).sum()) for r, p in zip(res, projs))
+
+    for n, req in grad_req.items():
+        v = loc_np[n]
+        if req == "null":
+            assert_almost_equal(orig_grad[n].astype(sym_grads[n].dtype), sym_grads[n], rtol, atol,
+                                (f"ORIGINAL_{n}", f"BACKWARD_{n}"))
+            continue
+        if v.dtype.kind != "f":
+            continue
+        fd = np.zeros(v.shape, dtype=v.dtype)
+        work = v.copy()
+        flat, fd_flat = work.reshape(-1), fd.reshape(-1)
+        for i in range(flat.size):
+            old = flat[i]
+            flat[i] = old + eps / 2.0
+            arrays = dict(loc)
+            arrays[n] = array(work, ctx=ctx, dtype=loc[n].dtype)
+            fp = loss(arrays)
+            flat[i] = old - eps / 2.0
+            arrays[n] = array(work, ctx=ctx, dtype=loc[n].dtype)
+            fm = loss(arrays)
+            flat[i] = old
+            fd_flat[i] = (fp - fm) / eps
+        got = sym_grads[n] if req == "write" else sym_grads[n] - orig_grad[n].astype(sym_grads[n].dtype)
+        assert_almost_equal(fd, got, rtol, atol, (f"NUMERICAL_{n}", f"BACKWARD_{n}"))
+
+
+def check_consistency(sym, ctx_list, scale=1.0, grad_req="write", arg_params=None, aux_params=None,
+                      rtol=None, atol=None, raise_on_err=True, ground_truth=None, equal_nan=False,
+                      use_uniform=False, rand_type=np.float64):
+    """Check that ``sym`` gives the same outputs and gradients in every
+    configuration of ``ctx_list`` (contexts and dtypes).
+
+    sym : callable or list of callables (one per entry of ``ctx_list``)
+        Takes its arguments as keyword NDArrays and returns an NDArray or a
+        list of NDArrays.
+    ctx_list : list of dict
+        Each entry is ``{'ctx': Context, '<arg>': shape, ..., 'type_dict':
+        {'<arg>': dtype}}`` (dtype defaults to float32); every entry names
+        the same arguments.
+    scale : float
+        Spread of the random inputs: normal with this standard deviation, or
+        uniform in ±0.92*scale with ``use_uniform``.
+    grad_req : 'write', 'add', 'null', or a list/dict of them per argument.
+    arg_params : dict name -> array, optional
+        Input values to use instead of random ones.
+    aux_params : dict name -> array, optional
+        Extra keyword inputs that are not differentiated.
+    rtol, atol : float or dict dtype->float, optional
+        Tolerances (default: per dtype, the less precise side decides).
+    raise_on_err : bool
+        Raise the first mismatch (True) or print it and go on (False).
+    ground_truth : dict, optional
+        Reference values by name instead of the most precise entry's results.
+    equal_nan : bool
+        Treat NaNs in the same place as equal.
+    rand_type : numpy dtype of the generated inputs.
+
+    The forward runs once in inference mode and is compared; then, unless
+    grad_req is 'null', it runs recorded in training mode, backward uses the
+    first entry's outputs (cast to the least precise output dtype) as head
+    gradients, and outputs and gradients are compared. Outputs are named
+    'output0', 'output1', ..., gradients by argument name. Returns the
+    ground truth: a dict name -> NDArray (or the given ``ground_truth``).
+    """
+    from . import autograd
+
+    if not isinstance(ctx_list, (list, tuple)) or len(ctx_list) < 2:
+        raise ValueError("check_consistency: ctx_list must be a list of at least two configurations")
+    syms = list(sym) if isinstance(sym, (list, tuple)) else [sym] * len(ctx_list)
+    if len(syms) != len(ctx_list):
+        raise ValueError(f"check_consistency: {len(syms)} callables for {len(ctx_list)} configurations")
+    for s in syms:
+        _require_callable("check_consistency", s)
+    arg_names = sorted(k for k in ctx_list[0] if k not in ("ctx", "type_dict"))
+    for c in ctx_list:
+        if sorted(k for k in c if k not in ("ctx", "type_dict")) != arg_names:
+            raise ValueError(f"check_consistency: every configuration must name the same arguments {arg_names}")
+    if isinstance(grad_req, str):
+        reqs = {n: grad_req for n in arg_names}
+    elif isinstance(grad_req, (list, tuple)):
+        reqs = dict(zip(arg_names, grad_req))
+    elif isinstance(grad_req, dict):
+        reqs = {n: grad_req.get(n, "null") for n in arg_names}
+    else:
+        raise ValueError("check_consistency: grad_req must be a str, a list or a dict")
+    arg_params = {} if arg_params is None else dict(arg_params)
+    aux_params = {} if aux_params is None else dict(aux_params)
+    for n in arg_names:
+        if n not in arg_params:
+            shape = tuple(ctx_list[0][n])
+            if use_uniform:
+                arg_params[n] = np.random.uniform(low=-0.92 * scale, high=0.92 * scale, size=shape).astype(rand_type)
+            else:
+                arg_params[n] = np.random.normal(size=shape, scale=scale).astype(rand_type)
+
+    def inputs(c):
+        td = c.get("type_dict", {})
+        ctx = c.get("ctx") or default_context()
+        args = {n: array(np.asarray(arg_params[n]).reshape(c[n]), ctx=ctx, dtype=np.dtype(td.get(n, np.float32)))
+                for n in arg_names}
+        aux = {k: array(_as_np(v), ctx=ctx, dtype=np.dtype(td.get(k, _as_np(v).dtype))) for k, v in aux_params.items()}
+        return args, aux
+
+    def fail(msg, e):
+        if raise_on_err:
+            raise AssertionError(f"{msg}: {e}") from e
+        print(f"{msg}: {e}")
+
+    # Inference-mode forward.
+    outputs = []
+    for s, c in zip(syms, ctx_list):
+        args, aux = inputs(c)
+        with autograd.pause(train_mode=False):
+            outputs.append(_as_outputs(s(**args, **aux), "check_consistency"))
+    dtypes = [np.dtype(o[0].dtype) for o in outputs]
+    gt_idx = int(np.argmax([d.itemsize for d in dtypes]))
+    out_names = [f"output{k}" for k in range(len(outputs[0]))]
+    gt = ground_truth
+    if gt is None:
+        gt = dict(zip(out_names, outputs[gt_idx]))
+    for i, outs in enumerate(outputs):
+        if i == gt_idx:
+            continue
+        for name, arr in zip(out_names, outs):
+            try:
+                assert_almost_equal(arr, gt[name], rtol=rtol, atol=atol, equal_nan=equal_nan,
+                                    names=(f"ctx{i}", f"ctx{gt_idx}"))
+            except AssertionError as e:
+                fail(f"check_consistency: predict error, configuration {i} vs {gt_idx} at {name}", e)
+    if all(r == "null" for r in reqs.values()):
+        return gt
+
+    # Training-mode forward and backward.
+    runs = []
+    for s, c in zip(syms, ctx_list):
+        args, aux = inputs(c)
+        grads = {}
+        for n in arg_names:
+            if reqs[n] != "null":
+                grads[n] = array(np.zeros(args[n].shape), ctx=args[n].context, dtype=args[n].dtype)
+        marked = [n for n in arg_names if n in grads]
+        autograd.mark_variables([args[n] for n in marked], [grads[n] for n in marked], [reqs[n] for n in marked])
+        with autograd.record(train_mode=True):
+            outs = _as_outputs(s(**args, **aux), "check_consistency")
+        runs.append((outs, grads))
+
+    def smaller(d1, d2):
+        return d1 if d2 is None or np.dtype(d1).itemsize < np.dtype(d2).itemsize else d2
+
+    least = [None] * len(runs[0][0])
+    for outs, _ in runs:
+        least = [smaller(o.dtype, d) for o, d in zip(outs, least)]
+    head_np = [o.asnumpy().astype(d) for o, d in zip(runs[0][0], least)]
+    for outs, _ in runs:
+        autograd.backward(outs, [array(h, ctx=o.context, dtype=o.dtype) for h, o in zip(head_np, outs)])
+    if ground_truth is None:
+        gt_outs, gt_grads = runs[gt_idx]
+        gt = dict(zip(out_names, gt_outs))
+        gt.update({n: gt_grads.get(n) for n in arg_names})
+    for i, (outs, grads) in enumerate(runs):
+        if i == gt_idx:
+            continue
+        items = list(zip(out_names, outs)) + [(n, grads.get(n)) for n in arg_names]
+        for name, arr in items:
+            if gt.get(name) is None:
+                if arr is not None:
+                    fail(f"check_consistency: configuration {i} has a gradient for {name}, the reference none",
+                         AssertionError(name))
+                continue
+            gtarr = gt[name]
+            rt, at = rtol, atol
+            sa, sg = smaller(arr.dtype, dtypes[i]), smaller(gtarr.dtype, dtypes[gt_idx])
+            if np.dtype(sa) != np.dtype(arr.dtype) or np.dtype(sg) != np.dtype(gtarr.dtype):
+                rt, at = get_tols(np.zeros(1, sa), np.zeros(1, sg), rtol, atol)
+            try:
+                assert_almost_equal(arr, gtarr, rtol=rt, atol=at, equal_nan=equal_nan,
+                                    names=(f"ctx{i}", f"ctx{gt_idx}"))
+            except AssertionError as e:
+                fail(f"check_consistency: train error, configuration {i} vs {gt_idx} at {name}", e)
+    return gt

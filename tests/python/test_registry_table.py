@@ -1,0 +1,1002 @@
+"""One table over the whole operator registry (issue 3).
+
+Every registered operator (aliases folded onto their canonical name) has an
+entry in TABLE. An entry is a list of cases; each case is one of
+
+* ``ref``: inputs, parameters and a NumPy reference. The test compares the
+  forward result (values, shape, dtype) with the reference and, for
+  differentiable operators, checks the autograd gradient against central
+  differences in float64 with ``mx.test_utils.check_numeric_gradient``.
+* ``prop``: a property check for operators that are not a pure function of
+  their inputs (random sampling, Dropout in training) or whose gradient is by
+  definition not the derivative of the forward (loss heads, BlockGrad).
+* ``via``: internal operators (``_backward_*``, ``*_grad`` and friends) that
+  only exist to build gradients. They are checked through the public operator
+  named in the entry: its numerical-gradient case must dispatch the internal
+  operator (seen by the profiler), so the internal operator's numbers are the
+  ones the gradient check verified.
+
+A new operator without an entry fails ``test_table_covers_registry``.
+"""
+import math
+
+import numpy as np
+import pytest
+
+import oxnet as mx
+from oxnet import _native
+from oxnet.test_utils import assert_almost_equal, check_consistency, check_numeric_gradient
+
+_rng = np.random.RandomState(42)
+
+
+def U(*shape, lo=-1.0, hi=1.0, dtype=np.float32):
+    """Uniform inputs in [lo, hi), rounded to float32."""
+    return _rng.uniform(lo, hi, size=shape).astype(dtype)
+
+
+def A(values, dtype=np.float32):
+    return np.array(values, dtype=dtype)
+
+
+def ref(ins, fn, params=None, grad=True, odt=None, wrt=None, mutated=None, rtol=None, atol=None,
+        grtol=1e-4, gatol=1e-6, id=None, xfail=None, xfail_grad=None, train=False):
+    """A reference case.
+
+    ins: input arrays (the operator's inputs, in order); fn(*ins_float64,
+    **params) -> array or list of arrays; grad: check the gradient; wrt:
+    indices of the inputs differentiated (default: every float input);
+    odt: the expected output dtype(s) (default: the first input's, float32
+    for operators without inputs); mutated: {input index: reference output
+    index} for inputs the operator updates in place (optimizer states);
+    xfail / xfail_grad: the reason of a known operator bug that makes the
+    forward / gradient check fail (strict: the test fails once it is fixed);
+    train: run the forward in training mode (BatchNorm's batch statistics)."""
+    return dict(kind="ref", ins=ins, fn=fn, params=params or {}, grad=grad, odt=odt, wrt=wrt,
+                mutated=mutated or {}, rtol=rtol, atol=atol, grtol=grtol, gatol=gatol, id=id,
+                xfail=xfail, xfail_grad=xfail_grad, train=train)
+
+
+def prop(fn, id=None, xfail=None):
+    """A property case: fn() raises AssertionError when the property fails."""
+    return dict(kind="prop", fn=fn, id=id, xfail=xfail)
+
+
+def _raises(fn, text):
+    try:
+        fn().wait_to_read()
+    except Exception as e:  # noqa: BLE001
+        assert text in str(e), f"error does not mention {text!r}: {e}"
+        return
+    raise AssertionError(f"no error raised (expected one mentioning {text!r})")
+
+
+def via(op, id=None):
+    """An internal operator checked through the gradient of ``op``'s cases."""
+    return dict(kind="via", op=op, id=id, xfail=None)
+
+
+# Known operator bugs (reported to the lead; the marks are strict).
+_XFAIL_WRITE_ZERO = (
+    "autograd: grad_req='write' leaves the old gradient buffer when the gradient is structurally zero "
+    "(ceil, sign, zeros_like, BlockGrad...); MXNet 1.9.1 writes zeros"
+)
+_XFAIL_NAG = (
+    "nag_mom_update implements the pre-1.6 rule (mom = momentum*mom + g; w -= lr*(g + momentum*mom)); "
+    "MXNet 1.9.1: mom = momentum*mom - lr*g; w += momentum*mom - lr*g"
+)
+_XFAIL_ADAGRAD_WD = "adagrad_update accepts wd != 0; MXNet 1.9.1 raises 'sparse adagrad_update does not support wd.'"
+
+
+def nd(x):
+    return mx.nd.array(x, dtype=x.dtype)
+
+
+def call(name, ins, params):
+    return getattr(mx.nd, name)(*[nd(x) for x in ins], **params)
+
+
+# -- NumPy references -----------------------------------------------------------
+
+_erf = np.vectorize(math.erf)
+
+
+def _softmax(x, axis=-1, temperature=None):
+    x = x / (temperature or 1.0)
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def _round_away(x):
+    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+
+
+def _mod(a, b):
+    # MXNet's mod follows the divisor's sign (Python's %), like np.mod.
+    return np.mod(a, b)
+
+
+def _conv2d(x, w, b, stride=1, pad=0):
+    n, c, h, wd = x.shape
+    f, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh = (h + 2 * pad - kh) // stride + 1
+    ow = (wd + 2 * pad - kw) // stride + 1
+    out = np.zeros((n, f, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            patch = xp[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw]
+            out[:, :, i, j] = np.tensordot(patch, w, axes=([1, 2, 3], [1, 2, 3]))
+    return out + (0 if b is None else b.reshape(1, -1, 1, 1))
+
+
+def _deconv2d(x, w, b, stride=1):
+    n, c, h, wd = x.shape
+    _, f, kh, kw = w.shape
+    out = np.zeros((n, f, (h - 1) * stride + kh, (wd - 1) * stride + kw))
+    for i in range(h):
+        for j in range(wd):
+            out[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw] += np.einsum(
+                "nc,cfhw->nfhw", x[:, :, i, j], w)
+    return out + (0 if b is None else b.reshape(1, -1, 1, 1))
+
+
+def _pool2d(x, k, s, fn, pad=0, fill=0.0):
+    n, c, h, w = x.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=fill)
+    oh, ow = (h + 2 * pad - k) // s + 1, (w + 2 * pad - k) // s + 1
+    out = np.zeros((n, c, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            out[:, :, i, j] = fn(xp[:, :, i * s:i * s + k, j * s:j * s + k], axis=(2, 3))
+    return out
+
+
+def _norm_axes(x, axes, eps):
+    m = x.mean(axis=axes, keepdims=True)
+    v = x.var(axis=axes, keepdims=True)
+    return (x - m) / np.sqrt(v + eps)
+
+
+def _lrn(x, nsize, alpha, beta, knorm):
+    c = x.shape[1]
+    sq = x ** 2
+    s = np.zeros_like(x)
+    for i in range(c):
+        lo, hi = max(0, i - nsize // 2), min(c, i + nsize // 2 + 1)
+        s[:, i] = sq[:, lo:hi].sum(axis=1)
+    return x / (knorm + alpha / nsize * s) ** beta
+
+
+def _seq_mask(x, lengths, value):
+    y = x.copy()
+    for b, n in enumerate(lengths.astype(int)):
+        y[n:, b] = value
+    return y
+
+
+def _seq_reverse(x, lengths):
+    y = x.copy()
+    for b, n in enumerate(lengths.astype(int)):
+        y[:n, b] = x[:n, b][::-1]
+    return y
+
+
+def _scatter_add(g, idx, like):
+    out = np.zeros_like(like)
+    for (a, _, c), v in np.ndenumerate(g):
+        out[a, idx[a, 0, c], c] += v
+    return out
+
+
+def _one_hot(idx, depth):
+    return (np.arange(depth) == idx[..., None]).astype(np.float64)
+
+
+# -- the table ------------------------------------------------------------------
+
+TABLE = {}
+
+# Unary math: name -> (reference, low, high, differentiable).
+_UNARY = {
+    "abs": (np.abs, -1, 1, True),
+    "arccos": (np.arccos, -0.9, 0.9, True),
+    "arccosh": (np.arccosh, 1.2, 3, True),
+    "arcsin": (np.arcsin, -0.9, 0.9, True),
+    "arcsinh": (np.arcsinh, -2, 2, True),
+    "arctan": (np.arctan, -2, 2, True),
+    "arctanh": (np.arctanh, -0.9, 0.9, True),
+    "cbrt": (np.cbrt, 0.2, 2, True),
+    "ceil": (np.ceil, -2, 2, True),
+    "cos": (np.cos, -3, 3, True),
+    "cosh": (np.cosh, -2, 2, True),
+    "degrees": (np.degrees, -2, 2, True),
+    "erf": (_erf, -2, 2, True),
+    "exp": (np.exp, -2, 2, True),
+    "expm1": (np.expm1, -2, 2, True),
+    "fix": (np.trunc, -2, 2, True),
+    "floor": (np.floor, -2, 2, True),
+    "log": (np.log, 0.2, 3, True),
+    "log10": (np.log10, 0.2, 3, True),
+    "log1p": (np.log1p, -0.5, 2, True),
+    "log2": (np.log2, 0.2, 3, True),
+    "logical_not": (lambda x: (x == 0).astype(np.float64), -1, 1, False),
+    "negative": (np.negative, -1, 1, True),
+    "radians": (np.radians, -90, 90, True),
+    "rcbrt": (lambda x: 1 / np.cbrt(x), 0.2, 2, True),
+    "reciprocal": (np.reciprocal, 0.3, 2, True),
+    "relu": (lambda x: np.maximum(x, 0), -1, 1, True),
+    "rint": (np.rint, -2, 2, True),
+    "round": (_round_away, -2, 2, True),
+    "rsqrt": (lambda x: 1 / np.sqrt(x), 0.2, 2, True),
+    "sigmoid": (_sigmoid, -3, 3, True),
+    "sign": (np.sign, -1, 1, True),
+    "sin": (np.sin, -3, 3, True),
+    "sinh": (np.sinh, -2, 2, True),
+    "softsign": (lambda x: x / (1 + np.abs(x)), -2, 2, True),
+    "sqrt": (np.sqrt, 0.2, 2, True),
+    "square": (np.square, -2, 2, True),
+    "tan": (np.tan, -1.2, 1.2, True),
+    "tanh": (np.tanh, -2, 2, True),
+    "trunc": (np.trunc, -2, 2, True),
+    "_copy": (lambda x: x, -1, 1, True),
+    "zeros_like": (np.zeros_like, -1, 1, True),
+    "ones_like": (np.ones_like, -1, 1, True),
+}
+_ZERO_GRAD = {"ceil", "fix", "floor", "rint", "round", "sign", "trunc", "zeros_like", "ones_like"}
+for _n, (_f, _lo, _hi, _d) in _UNARY.items():
+    TABLE[_n] = [ref([U(2, 3, lo=_lo, hi=_hi)], _f, grad=_d, xfail_grad=_XFAIL_WRITE_ZERO if _n in _ZERO_GRAD else None)]
+TABLE["logical_not"].append(ref([A([[0, 1, -2], [0.5, 0, 3]])], _UNARY["logical_not"][0], grad=False, id="zeros"))
+
+# Binary, same shapes: name -> (reference, rhs low, rhs high, differentiable).
+_cmp = {
+    "equal": np.equal, "not_equal": np.not_equal, "greater": np.greater, "greater_equal": np.greater_equal,
+    "lesser": np.less, "lesser_equal": np.less_equal,
+    "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
+}
+_BINARY = {
+    "elemwise_add": (np.add, -1, 1, True),
+    "elemwise_sub": (np.subtract, -1, 1, True),
+    "elemwise_mul": (np.multiply, -1, 1, True),
+    "elemwise_div": (np.divide, 0.5, 2, True),
+    "_maximum": (np.maximum, -1, 1, True),
+    "_minimum": (np.minimum, -1, 1, True),
+    "_mod": (_mod, 0.5, 2, True),
+    "_power": (np.power, 0.5, 2, True),
+    "_hypot": (np.hypot, -1, 1, True),
+}
+for _n, (_f, _lo, _hi, _d) in _BINARY.items():
+    _lhs = U(2, 3, lo=0.2, hi=2) if _n == "_power" else U(2, 3, lo=-2, hi=2)
+    TABLE[_n] = [ref([_lhs, U(2, 3, lo=_lo, hi=_hi)], _f, grad=_d)]
+# Comparisons and logic on values with ties and zeros.
+_L = A([[0, 1, -2, 0.5], [0, 0, 3, -1]])
+_R = A([[0, 1, 2, 0], [1, 0, 3, -2]])
+for _n, _f in _cmp.items():
+    _g = (lambda f: lambda a, b: f(a, b).astype(np.float64))(_f)
+    TABLE["_" + _n] = [ref([_L, _R], _g, grad=False)]
+    TABLE["broadcast_" + _n] = [ref([_L, _R[:1]], _g, grad=False)]
+
+# Broadcasting binary: (2, 3) with (1, 3) and (2, 1) with (1, 3).
+_BCAST = {
+    "broadcast_add": (np.add, -1, 1), "broadcast_sub": (np.subtract, -1, 1), "broadcast_mul": (np.multiply, -1, 1),
+    "broadcast_div": (np.divide, 0.5, 2), "broadcast_mod": (_mod, 0.5, 2), "broadcast_power": (np.power, 0.5, 2),
+    "broadcast_maximum": (np.maximum, -1, 1), "broadcast_minimum": (np.minimum, -1, 1),
+    "broadcast_hypot": (np.hypot, -1, 1),
+}
+for _n, (_f, _lo, _hi) in _BCAST.items():
+    _lo_l = 0.2 if _n == "broadcast_power" else -2
+    TABLE[_n] = [
+        ref([U(2, 3, lo=_lo_l, hi=2), U(1, 3, lo=_lo, hi=_hi)], _f),
+        ref([U(2, 1, lo=_lo_l, hi=2), U(1, 3, lo=_lo, hi=_hi)], _f, id="both"),
+    ]
+
+# Scalar operators: name -> (reference(x, s), scalar, input low, high).
+_SCALAR = {
+    "_plus_scalar": (lambda x, s: x + s, 0.5, -1, 1),
+    "_minus_scalar": (lambda x, s: x - s, 0.5, -1, 1),
+    "_rminus_scalar": (lambda x, s: s - x, 0.5, -1, 1),
+    "_mul_scalar": (lambda x, s: x * s, 1.5, -1, 1),
+    "_div_scalar": (lambda x, s: x / s, 1.5, -1, 1),
+    "_rdiv_scalar": (lambda x, s: s / x, 1.5, 0.5, 2),
+    "_mod_scalar": (lambda x, s: _mod(x, s), 0.7, -2, 2),
+    "_rmod_scalar": (lambda x, s: _mod(s, x), 1.7, 0.4, 1),
+    "_power_scalar": (lambda x, s: x ** s, 2.5, 0.2, 2),
+    "_rpower_scalar": (lambda x, s: s ** x, 1.5, -1, 1),
+    "_maximum_scalar": (lambda x, s: np.maximum(x, s), 0.1, -1, 1),
+    "_minimum_scalar": (lambda x, s: np.minimum(x, s), 0.1, -1, 1),
+    "_hypot_scalar": (lambda x, s: np.hypot(x, s), 0.5, -1, 1),
+}
+for _n, (_f, _s, _lo, _hi) in _SCALAR.items():
+    TABLE[_n] = [ref([U(2, 3, lo=_lo, hi=_hi)], (lambda f: lambda x, scalar: f(x, scalar))(_f), {"scalar": _s})]
+for _n, _f in _cmp.items():
+    TABLE[f"_{_n}_scalar"] = [ref([_L], (lambda f: lambda x, scalar: f(x, scalar).astype(np.float64))(_f),
+                                  {"scalar": 0.0 if _n.startswith("logical") else 0.5}, grad=False)]
+
+# Reductions.
+_X = U(2, 3, 4)
+_NAN = U(2, 3)
+_NAN[0, 1] = np.nan
+TABLE.update({
+    "sum": [ref([_X], lambda x, axis: x.sum(axis=axis), {"axis": 1}),
+            ref([_X], lambda x, axis, keepdims: x.sum(axis=axis, keepdims=True), {"axis": (0, 2), "keepdims": True},
+                id="keepdims"),
+            ref([_X], lambda x: np.array([x.sum()]), id="all")],
+    "mean": [ref([_X], lambda x, axis: x.mean(axis=axis), {"axis": (0, 2)})],
+    "prod": [ref([U(2, 3, lo=0.5, hi=1.5)], lambda x, axis: x.prod(axis=axis), {"axis": 1})],
+    "max": [ref([_X], lambda x, axis: x.max(axis=axis), {"axis": 1})],
+    "min": [ref([_X], lambda x, axis: x.min(axis=axis), {"axis": 2})],
+    "nansum": [ref([_NAN], lambda x, axis: np.nansum(x, axis=axis), {"axis": 1})],
+    "nanprod": [ref([_NAN], lambda x, axis: np.nanprod(x, axis=axis), {"axis": 1})],
+    "norm": [ref([_X], lambda x, axis: np.sqrt((x ** 2).sum(axis=axis)), {"axis": 1}),
+             ref([_X], lambda x, ord, axis: np.abs(x).sum(axis=axis), {"ord": 1, "axis": 2}, id="l1")],
+    "argmax": [ref([_X], lambda x, axis: x.argmax(axis=axis).astype(np.float64), {"axis": 1}, grad=False)],
+    "argmin": [ref([_X], lambda x, axis: x.argmin(axis=axis).astype(np.float64), {"axis": 2}, grad=False)],
+})
+
+# Shapes, indexing, joining.
+_IDX = A([2, 0, 1, 2])
+TABLE.update({
+    "Reshape": [ref([U(2, 3, 2)], lambda x, shape: x.reshape(3, 4), {"shape": (3, -1)}),
+                ref([U(2, 3, 2)], lambda x, shape: x.reshape(2, 6), {"shape": (0, -1)}, id="zero")],
+    "transpose": [ref([U(2, 3, 4)], lambda x, axes: x.transpose(axes), {"axes": (1, 0, 2)}),
+                  ref([U(2, 3)], lambda x: x.T, id="default")],
+    "Flatten": [ref([U(2, 3, 2)], lambda x: x.reshape(2, 6))],
+    "expand_dims": [ref([U(2, 3)], lambda x, axis: x[:, None], {"axis": 1})],
+    "squeeze": [ref([U(2, 1, 3)], lambda x, axis: x[:, 0], {"axis": 1})],
+    "SwapAxis": [ref([U(2, 3, 4)], lambda x, dim1, dim2: x.swapaxes(0, 2), {"dim1": 0, "dim2": 2})],
+    "tile": [ref([U(2, 3)], lambda x, reps: np.tile(x, reps), {"reps": (2, 1, 2)})],
+    "repeat": [ref([U(2, 3)], lambda x, repeats, axis: np.repeat(x, 2, axis=1), {"repeats": 2, "axis": 1})],
+    "reverse": [ref([U(2, 3)], lambda x, axis: x[:, ::-1], {"axis": 1})],
+    "slice": [ref([U(3, 4)], lambda x, begin, end: x[0:2, 1:3], {"begin": (0, 1), "end": (2, 3)}),
+              ref([U(3, 4)], lambda x, begin, end, step: x[::-1, 0:4:2], {"begin": (None, 0), "end": (None, 4),
+                                                                          "step": (-1, 2)}, id="step")],
+    "slice_axis": [ref([U(3, 4)], lambda x, axis, begin, end: x[:, 1:3], {"axis": 1, "begin": 1, "end": 3})],
+    "slice_like": [ref([U(3, 4), U(2, 3)], lambda x, y: x[:2, :3], wrt=[0])],
+    "Concat": [ref([U(2, 3), U(2, 2)], lambda a, b, dim: np.concatenate([a, b], axis=1), {"dim": 1})],
+    "stack": [ref([U(2, 3), U(2, 3)], lambda a, b, axis: np.stack([a, b], axis=1), {"axis": 1})],
+    "SliceChannel": [ref([U(2, 4)], lambda x, num_outputs, axis: [x[:, :2], x[:, 2:]], {"num_outputs": 2, "axis": 1}),
+                     ref([U(2, 3)], lambda x, num_outputs, axis, squeeze_axis: [x[0], x[1]],
+                         {"num_outputs": 2, "axis": 0, "squeeze_axis": True}, id="squeeze")],
+    "broadcast_to": [ref([U(1, 3)], lambda x, shape: np.broadcast_to(x, (2, 3)), {"shape": (2, 3)})],
+    "broadcast_axis": [ref([U(1, 3, 1)], lambda x, axis, size: np.broadcast_to(x, (2, 3, 4)),
+                           {"axis": (0, 2), "size": (2, 4)})],
+    "broadcast_like": [ref([U(1, 3), U(2, 3)], lambda x, y: np.broadcast_to(x, (2, 3)), wrt=[0])],
+    "reshape_like": [ref([U(6), U(2, 3)], lambda x, y: x.reshape(2, 3), wrt=[0])],
+    "Pad": [ref([U(1, 1, 2, 3)], lambda x, mode, pad_width, constant_value: np.pad(
+                x, ((0, 0), (0, 0), (1, 1), (1, 2)), constant_values=0.5),
+                {"mode": "constant", "pad_width": (0, 0, 0, 0, 1, 1, 1, 2), "constant_value": 0.5}),
+            ref([U(1, 1, 2, 3)], lambda x, mode, pad_width: np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 2)), mode="edge"),
+                {"mode": "edge", "pad_width": (0, 0, 0, 0, 1, 1, 1, 2)}, id="edge"),
+            ref([U(1, 1, 3, 4)], lambda x, mode, pad_width: np.pad(x, ((0, 0), (0, 0), (1, 1), (2, 1)),
+                                                                    mode="reflect"),
+                {"mode": "reflect", "pad_width": (0, 0, 0, 0, 1, 1, 2, 1)}, id="reflect")],
+    "Crop": [ref([U(1, 1, 4, 5), U(1, 1, 2, 3)], lambda x, y, num_args, offset: x[:, :, 1:3, 1:4],
+                 {"num_args": 2, "offset": (1, 1)}, wrt=[0]),
+             ref([U(1, 1, 4, 5)], lambda x, num_args, h_w, center_crop: x[:, :, 1:3, 1:4],
+                 {"num_args": 1, "h_w": (2, 3), "center_crop": True}, id="center")],
+    "diag": [ref([U(3, 4)], lambda x, k: np.diag(x, 1), {"k": 1}),
+             ref([U(3)], lambda x: np.diag(x), id="1d")],
+    "take": [ref([U(3, 2), _IDX], lambda a, i: a[i.astype(int)], wrt=[0]),
+             ref([U(2, 3), A([[3, -1], [0, 1]])], lambda a, i, axis, mode: a[:, np.clip(i, 0, 2).astype(int)],
+                 {"axis": 1, "mode": "clip"}, wrt=[0], id="clip")],
+    "pick": [ref([U(4, 3), _IDX], lambda x, i, axis: x[np.arange(4), i.astype(int)], {"axis": 1}, wrt=[0]),
+             ref([U(4, 3), _IDX], lambda x, i, axis, keepdims: x[np.arange(4), i.astype(int)][:, None],
+                 {"axis": -1, "keepdims": True}, wrt=[0], id="keepdims")],
+    "one_hot": [ref([_IDX], lambda i, depth: _one_hot(i.astype(int), 3), {"depth": 3}, grad=False),
+                ref([_IDX], lambda i, depth, on_value, off_value: _one_hot(i.astype(int), 3) * 4 - 2,
+                    {"depth": 3, "on_value": 2.0, "off_value": -2.0}, grad=False, id="values")],
+    "where": [ref([A([[1, 0, 1], [0, 0, 2]]), U(2, 3), U(2, 3)], lambda c, x, y: np.where(c != 0, x, y), wrt=[1, 2])],
+    "Embedding": [ref([A([[0, 2], [4, 1]]), U(5, 3)], lambda i, w, input_dim, output_dim: w[i.astype(int)],
+                      {"input_dim": 5, "output_dim": 3}, wrt=[1])],
+    "SequenceMask": [ref([U(4, 2, 3), A([2, 3])], lambda x, n, use_sequence_length, value: _seq_mask(x, n, -1.0),
+                         {"use_sequence_length": True, "value": -1.0}, wrt=[0])],
+    "SequenceLast": [ref([U(4, 2, 3), A([2, 4])], lambda x, n, use_sequence_length: x[n.astype(int) - 1, [0, 1]],
+                         {"use_sequence_length": True}, wrt=[0]),
+                     ref([U(4, 2, 3)], lambda x: x[-1], id="full")],
+    "SequenceReverse": [ref([U(4, 2, 3), A([2, 3])], lambda x, n, use_sequence_length: _seq_reverse(x, n),
+                            {"use_sequence_length": True}, wrt=[0])],
+    "sort": [ref([U(2, 4)], lambda x, axis: np.sort(x, axis=axis), {"axis": -1}),
+             ref([U(3, 2)], lambda x, axis, is_ascend: -np.sort(-x, axis=0), {"axis": 0, "is_ascend": False},
+                 id="descend")],
+    "argsort": [ref([U(2, 4)], lambda x: np.argsort(x, axis=-1).astype(np.float64), grad=False)],
+    "topk": [ref([U(2, 4)], lambda x, k: np.argsort(-x, axis=-1)[:, :2].astype(np.float64), {"k": 2}, grad=False),
+             ref([U(2, 4)], lambda x, k, ret_typ: -np.sort(-x, axis=-1)[:, :2], {"k": 2, "ret_typ": "value"},
+                 id="value"),
+             ref([U(2, 4)], lambda x, k, ret_typ, axis: (x >= np.sort(x, axis=0)[-1:]).astype(np.float64),
+                 {"k": 1, "ret_typ": "mask", "axis": 0}, grad=False, id="mask")],
+    "shape_array": [ref([U(2, 3, 1)], lambda x: np.array([2, 3, 1]), odt=np.int64, grad=False)],
+    "size_array": [ref([U(2, 3, 1)], lambda x: np.array([6]), odt=np.int64, grad=False)],
+    "clip": [ref([U(2, 3, lo=-1, hi=1)], lambda x, a_min, a_max: np.clip(x, -0.5, 0.5), {"a_min": -0.5, "a_max": 0.5})],
+    "Cast": [ref([U(2, 3)], lambda x, dtype: x, {"dtype": "float64"}, odt=np.float64),
+             ref([U(2, 3, lo=-3, hi=3)], lambda x, dtype: np.trunc(x), {"dtype": "int32"}, odt=np.int32, grad=False,
+                 id="int32")],
+    "dot": [ref([U(2, 3), U(3, 4)], lambda a, b: a @ b),
+            ref([U(3, 2), U(4, 3)], lambda a, b, transpose_a, transpose_b: a.T @ b.T,
+                {"transpose_a": True, "transpose_b": True}, id="transposed"),
+            ref([U(2, 2, 3), U(3, 2)], lambda a, b: a @ b, id="3d")],
+    "batch_dot": [ref([U(2, 2, 3), U(2, 3, 4)], lambda a, b: a @ b),
+                  ref([U(2, 3, 2), U(2, 3, 4)], lambda a, b, transpose_a: a.swapaxes(1, 2) @ b,
+                      {"transpose_a": True}, id="transposed")],
+    "add_n": [ref([U(2, 3), U(2, 3), U(2, 3)], lambda a, b, c: a + b + c)],
+    "_gather_along_axis": [ref([U(2, 3, 4), A([[[0, 2, 2, 1]], [[0, 0, 1, 1]]], np.int64)],
+                               lambda d, i, axis: np.take_along_axis(d, i, axis=1), {"axis": 1}, wrt=[0])],
+    "_scatter_add_along_axis": [ref([U(2, 1, 4), A([[[0, 2, 2, 1]], [[0, 0, 1, 1]]], np.int64), U(2, 3, 4)],
+                                    lambda g, i, d, axis: _scatter_add(g, i, d), {"axis": 1}, wrt=[0])],
+    "smooth_l1": [ref([U(2, 3, lo=-2, hi=2)], lambda x, scalar: np.where(np.abs(x) < 1 / scalar ** 2,
+                                                                        0.5 * (scalar * x) ** 2,
+                                                                        np.abs(x) - 0.5 / scalar ** 2),
+                      {"scalar": 1.5})],
+})
+
+# Creation.
+TABLE.update({
+    "_zeros": [ref([], lambda shape: np.zeros((2, 3)), {"shape": (2, 3)}, grad=False)],
+    "_ones": [ref([], lambda shape, dtype: np.ones((2, 3)), {"shape": (2, 3), "dtype": "float64"}, odt=np.float64,
+                  grad=False)],
+    "_full": [ref([], lambda shape, value: np.full((2, 3), 1.5), {"shape": (2, 3), "value": 1.5}, grad=False)],
+    "_eye": [ref([], lambda N, M, k: np.eye(3, 4, 1), {"N": 3, "M": 4, "k": 1}, grad=False)],
+    "_arange": [ref([], lambda start, stop, step: np.arange(1, 7, 2.0), {"start": 1, "stop": 7, "step": 2},
+                    grad=False),
+                ref([], lambda start, stop, repeat: np.repeat(np.arange(0, 3.0), 2), {"start": 0, "stop": 3,
+                                                                                       "repeat": 2},
+                    grad=False, id="repeat")],
+})
+
+# Neural network layers.
+_ACT = {"relu": lambda x: np.maximum(x, 0), "sigmoid": _sigmoid, "tanh": np.tanh,
+        "softrelu": lambda x: np.log1p(np.exp(x)), "softsign": lambda x: x / (1 + np.abs(x))}
+TABLE["Activation"] = [ref([U(2, 3, lo=-2, hi=2)], (lambda f: lambda x, act_type: f(x))(f), {"act_type": a}, id=a)
+                       for a, f in _ACT.items()]
+_SELU_A, _SELU_L = 1.6732632423543772, 1.0507009873554805
+TABLE["LeakyReLU"] = [
+    ref([U(2, 3)], lambda x, act_type, slope: np.where(x > 0, x, 0.25 * x), {"act_type": "leaky", "slope": 0.25},
+        id="leaky"),
+    ref([U(2, 3)], lambda x, act_type, slope: np.where(x > 0, x, 0.5 * np.expm1(x)), {"act_type": "elu", "slope": 0.5},
+        id="elu"),
+    ref([U(2, 3, 2), U(3)], lambda x, g, act_type: np.where(x > 0, x, g.reshape(1, 3, 1) * x), {"act_type": "prelu"},
+        id="prelu"),
+    ref([U(2, 3)], lambda x, act_type: _SELU_L * np.where(x > 0, x, _SELU_A * np.expm1(x)), {"act_type": "selu"},
+        id="selu"),
+    ref([U(2, 3)], lambda x, act_type: 0.5 * x * (1 + _erf(x / np.sqrt(2))), {"act_type": "gelu"}, id="gelu"),
+]
+TABLE["FullyConnected"] = [
+    ref([U(2, 3), U(4, 3), U(4)], lambda x, w, b, num_hidden: x @ w.T + b, {"num_hidden": 4}),
+    ref([U(2, 3, 2), U(4, 6)], lambda x, w, num_hidden, no_bias: x.reshape(2, 6) @ w.T,
+        {"num_hidden": 4, "no_bias": True}, id="flatten"),
+    ref([U(2, 3, 2), U(4, 2), U(4)], lambda x, w, b, num_hidden, flatten: x @ w.T + b,
+        {"num_hidden": 4, "flatten": False}, id="noflatten"),
+]
+TABLE["Convolution"] = [
+    ref([U(1, 2, 4, 4), U(2, 2, 3, 3), U(2)], lambda x, w, b, kernel, num_filter, pad: _conv2d(x, w, b, pad=1),
+        {"kernel": (3, 3), "num_filter": 2, "pad": (1, 1)}),
+    ref([U(1, 1, 5, 5), U(2, 1, 3, 3)], lambda x, w, kernel, num_filter, stride, no_bias: _conv2d(x, w, None, stride=2),
+        {"kernel": (3, 3), "num_filter": 2, "stride": (2, 2), "no_bias": True}, id="stride"),
+]
+TABLE["Deconvolution"] = [
+    ref([U(1, 2, 2, 3), U(2, 2, 2, 2), U(2)], lambda x, w, b, kernel, num_filter, stride, no_bias: _deconv2d(
+        x, w, b, stride=2),
+        {"kernel": (2, 2), "num_filter": 2, "stride": (2, 2), "no_bias": False}),
+]
+TABLE["Pooling"] = [
+    ref([U(1, 2, 4, 4)], lambda x, kernel, stride, pool_type: _pool2d(x, 2, 2, np.max),
+        {"kernel": (2, 2), "stride": (2, 2), "pool_type": "max"}, id="max"),
+    ref([U(1, 2, 4, 4)], lambda x, kernel, stride, pool_type: _pool2d(x, 3, 1, np.mean),
+        {"kernel": (3, 3), "stride": (1, 1), "pool_type": "avg"}, id="avg"),
+    ref([U(1, 2, 4, 4)], lambda x, kernel, stride, pool_type: _pool2d(x, 2, 2, np.sum),
+        {"kernel": (2, 2), "stride": (2, 2), "pool_type": "sum"}, id="sum"),
+    ref([U(1, 2, 3, 3)], lambda x, kernel, global_pool, pool_type: x.mean(axis=(2, 3), keepdims=True),
+        {"kernel": (1, 1), "global_pool": True, "pool_type": "avg"}, id="global"),
+]
+TABLE["UpSampling"] = [
+    ref([U(1, 2, 2, 3)], lambda x, scale, sample_type, num_args: x.repeat(2, axis=2).repeat(2, axis=3),
+        {"scale": 2, "sample_type": "nearest", "num_args": 1}),
+]
+_BN_X, _BN_G, _BN_B = U(3, 2, 2), U(2, lo=0.5, hi=1.5), U(2)
+_BN_MM, _BN_MV = U(2), U(2, lo=0.5, hi=1.5)
+TABLE["BatchNorm"] = [
+    # Inference: the moving statistics; fix_gamma=True (the default) ignores gamma.
+    ref([_BN_X, _BN_G, _BN_B, _BN_MM, _BN_MV],
+        lambda x, g, b, mm, mv: (x - mm.reshape(1, 2, 1)) / np.sqrt(mv.reshape(1, 2, 1) + 1e-3) + b.reshape(1, 2, 1),
+        wrt=[0, 2], grad=False, id="inference"),
+    ref([_BN_X, _BN_G, _BN_B, _BN_MM, _BN_MV],
+        lambda x, g, b, mm, mv, fix_gamma: (x - mm.reshape(1, 2, 1)) / np.sqrt(mv.reshape(1, 2, 1) + 1e-3)
+        * g.reshape(1, 2, 1) + b.reshape(1, 2, 1), {"fix_gamma": False}, grad=False, id="gamma"),
+]
+
+def _bn_train(x, g, b, mm, mv, fix_gamma, momentum):
+    mean, var = x.mean(axis=(0, 2)), x.var(axis=(0, 2))
+    y = (x - mean.reshape(1, 2, 1)) / np.sqrt(var.reshape(1, 2, 1) + 1e-3) * g.reshape(1, 2, 1) + b.reshape(1, 2, 1)
+    return [y, momentum * mm + (1 - momentum) * mean, momentum * mv + (1 - momentum) * var]
+
+
+TABLE["BatchNorm"].append(
+    # Training: batch statistics, and the moving statistics updated in place.
+    ref([_BN_X, _BN_G, _BN_B, _BN_MM, _BN_MV], _bn_train, {"fix_gamma": False, "momentum": 0.8}, wrt=[0, 1, 2],
+        mutated={3: 1, 4: 2}, train=True, id="training"))
+TABLE["LayerNorm"] = [
+    ref([U(2, 3, 4), U(4, lo=0.5, hi=1.5), U(4)], lambda x, g, b: _norm_axes(x, -1, 1e-5) * g + b),
+    ref([U(2, 3, 4), U(3, lo=0.5, hi=1.5), U(3)], lambda x, g, b, axis, eps: _norm_axes(x, 1, 1e-3)
+        * g.reshape(3, 1) + b.reshape(3, 1), {"axis": 1, "eps": 1e-3}, id="axis1"),
+]
+TABLE["InstanceNorm"] = [
+    ref([U(2, 3, 4), U(3, lo=0.5, hi=1.5), U(3)], lambda x, g, b: _norm_axes(x, 2, 1e-3) * g.reshape(1, 3, 1)
+        + b.reshape(1, 3, 1)),
+]
+TABLE["GroupNorm"] = [
+    ref([U(2, 4, 3), U(2, lo=0.5, hi=1.5), U(2)], lambda x, g, b, num_groups: (
+        _norm_axes(x.reshape(2, 2, 6), 2, 1e-5) * g.reshape(1, 2, 1) + b.reshape(1, 2, 1)).reshape(2, 4, 3),
+        {"num_groups": 2}),
+]
+TABLE["L2Normalization"] = [
+    ref([U(2, 3, 2)], lambda x: x / np.sqrt((x ** 2).sum(axis=(1, 2), keepdims=True) + 1e-10), id="instance"),
+    ref([U(2, 3, 2)], lambda x, mode: x / np.sqrt((x ** 2).sum(axis=1, keepdims=True) + 1e-10), {"mode": "channel"},
+        id="channel"),
+    ref([U(2, 3, 2)], lambda x, mode: x / np.sqrt((x ** 2).sum(axis=2, keepdims=True) + 1e-10), {"mode": "spatial"},
+        id="spatial"),
+]
+TABLE["LRN"] = [ref([U(1, 4, 2, 2)], lambda x, nsize, alpha, beta, knorm: _lrn(x, 3, 0.5, 0.75, 2.0),
+                    {"nsize": 3, "alpha": 0.5, "beta": 0.75, "knorm": 2.0})]
+TABLE["softmax"] = [
+    ref([U(2, 3)], lambda x: _softmax(x)),
+    ref([U(2, 3)], lambda x, axis, temperature: _softmax(x, 0, 2.0), {"axis": 0, "temperature": 2.0}, id="axis0"),
+    ref([U(2, 4), A([2, 3], np.int32)], lambda x, n, axis, use_length: np.where(
+        np.arange(4) < n[:, None], _softmax(np.where(np.arange(4) < n[:, None], x, -np.inf)), 0),
+        {"axis": -1, "use_length": True}, wrt=[0], id="length"),
+]
+TABLE["log_softmax"] = [ref([U(2, 3)], lambda x: np.log(_softmax(x)))]
+TABLE["softmin"] = [ref([U(2, 3)], lambda x: _softmax(-x))]
+TABLE["SoftmaxActivation"] = [
+    ref([U(2, 3)], lambda x: _softmax(x), id="instance"),
+    ref([U(2, 3, 2)], lambda x, mode: _softmax(x, axis=1), {"mode": "channel"}, id="channel"),
+]
+TABLE["softmax_cross_entropy"] = [
+    ref([U(3, 4), A([1, 0, 3])], lambda x, y: np.array([-np.log(_softmax(x))[np.arange(3), y.astype(int)].sum()]),
+        wrt=[0]),
+]
+
+
+# Loss heads: the forward is a plain function; the backward is the loss
+# gradient, not the derivative of the forward, so it is checked by formula.
+def _head_grad(name, ins, params):
+    arrs = [nd(x) for x in ins]
+    arrs[0].attach_grad()
+    with mx.autograd.record():
+        out = getattr(mx.nd, name)(*arrs, **params)
+    out.backward(mx.nd.array(np.full(out.shape, 7.0), dtype=out.dtype))  # head gradients are ignored
+    return out.asnumpy(), arrs[0].grad.asnumpy()
+
+
+def _regression_prop(name, fwd, grad):
+    def check():
+        x, y = U(3, 2), U(3, 2)
+        out, g = _head_grad(name, [x, y], {"grad_scale": 2.0})
+        assert_almost_equal(out, fwd(x.astype(np.float64)).astype(np.float32))
+        # MXNet: grad = grad_scale / num_output * d(loss), num_output = label.size / batch.
+        assert_almost_equal(g, (2.0 / 2 * grad(fwd(x.astype(np.float64)), y)).astype(np.float32))
+    return prop(check, id="loss_gradient")
+
+
+def _softmax_output_check():
+    x, y = U(3, 4), A([1, 0, 3])
+    out, g = _head_grad("SoftmaxOutput", [x, y], {"grad_scale": 0.5})
+    p = _softmax(x.astype(np.float64))
+    assert_almost_equal(out, p.astype(np.float32))
+    assert_almost_equal(g, (0.5 * (p - _one_hot(y.astype(int), 4))).astype(np.float32))
+
+
+def _make_loss_check(name, params, scale):
+    def check():
+        x = U(2, 3)
+        out, g = _head_grad(name, [x], params)
+        assert_almost_equal(out, x)
+        assert_almost_equal(g, np.full((2, 3), scale, np.float32))
+    return prop(check, id="loss_gradient")
+
+
+def _block_grad_check():
+    x = U(2, 3)
+    out, g = _head_grad("BlockGrad", [x], {})
+    assert_almost_equal(out, x)
+    assert np.all(g == 0), "BlockGrad must stop the gradient"
+
+
+TABLE.update({
+    "LinearRegressionOutput": [_regression_prop("LinearRegressionOutput", lambda x: x, lambda o, y: o - y)],
+    "LogisticRegressionOutput": [_regression_prop("LogisticRegressionOutput", _sigmoid, lambda o, y: o - y)],
+    "MAERegressionOutput": [_regression_prop("MAERegressionOutput", lambda x: x, lambda o, y: np.sign(o - y))],
+    "SoftmaxOutput": [prop(_softmax_output_check, id="loss_gradient")],
+    "MakeLoss": [_make_loss_check("MakeLoss", {"grad_scale": 3.0}, 3.0)],
+    "make_loss": [_make_loss_check("make_loss", {}, 1.0)],
+    "BlockGrad": [prop(_block_grad_check, id="zero_gradient")],
+})
+
+
+# Optimizer updates (MXNet 1.9.1 rules); they return the new weight and
+# update their state inputs in place.
+def _clip(g, c):
+    return g if c is None or c < 0 else np.clip(g, -c, c)
+
+
+def _sgd(w, g, lr, wd, rescale_grad=1.0, clip_gradient=-1.0):
+    return w - lr * (_clip(rescale_grad * g, clip_gradient) + wd * w)
+
+
+def _sgd_mom(w, g, m, lr, momentum, wd, rescale_grad=1.0, clip_gradient=-1.0):
+    m = momentum * m - lr * (_clip(rescale_grad * g, clip_gradient) + wd * w)
+    return [w + m, m]
+
+
+def _nag(w, g, m, lr, momentum, wd):
+    # MXNet 1.9.1 (NAGMomKernel): mom = momentum*mom - lr*g; w += momentum*mom - lr*g, g including wd*w.
+    g = g + wd * w
+    m = momentum * m - lr * g
+    return [w + momentum * m - lr * g, m]
+
+
+def _adam(w, g, m, v, lr, beta1, beta2, epsilon, wd):
+    g = g + wd * w
+    m = beta1 * m + (1 - beta1) * g
+    v = beta2 * v + (1 - beta2) * g * g
+    return [w - lr * m / (np.sqrt(v) + epsilon), m, v]
+
+
+def _rmsprop(w, g, n, lr, gamma1, epsilon, wd):
+    g = g + wd * w
+    n = (1 - gamma1) * g * g + gamma1 * n
+    return [w - lr * g / np.sqrt(n + epsilon), n]
+
+
+def _rmspropalex(w, g, n, gg, d, lr, gamma1, gamma2, epsilon, wd):
+    g = g + wd * w
+    n = (1 - gamma1) * g * g + gamma1 * n
+    gg = (1 - gamma1) * g + gamma1 * gg
+    d = gamma2 * d - lr * g / np.sqrt(n - gg * gg + epsilon)
+    return [w + d, n, gg, d]
+
+
+def _adagrad(w, g, h, lr, epsilon, wd):
+    h = h + g * g
+    return [w - lr * (g / np.sqrt(h + epsilon) + wd * w), h]
+
+
+def _ftrl(w, g, z, n, lr, lamda1, beta, wd):
+    z = z + g - (np.sqrt(n + g * g) - np.sqrt(n)) * w / lr
+    n = n + g * g
+    w = (np.sign(z) * lamda1 - z) / ((beta + np.sqrt(n)) / lr + wd) * (np.abs(z) > lamda1)
+    return [w, z, n]
+
+
+def _signsgd(w, g, lr, wd):
+    return (1 - lr * wd) * w - lr * np.sign(g)
+
+
+def _signum(w, g, m, lr, momentum, wd, wd_lh=0.0):
+    m = momentum * m - (1 - momentum) * (g + wd * w)
+    return [(1 - lr * wd_lh) * w + lr * np.sign(m), m]
+
+
+_W, _G = U(2, 3), U(2, 3)
+_S1, _S2, _S3 = U(2, 3), U(2, 3, lo=0.1, hi=1), U(2, 3, lo=0.0, hi=0.2)
+TABLE.update({
+    "sgd_update": [ref([_W, _G], _sgd, {"lr": 0.1, "wd": 0.01}, grad=False),
+                   ref([_W, _G], _sgd, {"lr": 0.1, "wd": 0.0, "rescale_grad": 2.0, "clip_gradient": 0.5},
+                       grad=False, id="clip")],
+    "sgd_mom_update": [ref([_W, _G, _S1], _sgd_mom, {"lr": 0.1, "momentum": 0.9, "wd": 0.01}, grad=False,
+                           mutated={2: 1})],
+    "nag_mom_update": [ref([_W, _G, _S1], _nag, {"lr": 0.1, "momentum": 0.9, "wd": 0.01}, grad=False,
+                           mutated={2: 1}, xfail=_XFAIL_NAG)],
+    "adam_update": [ref([_W, _G, _S1, _S2], _adam, {"lr": 0.1, "beta1": 0.9, "beta2": 0.99, "epsilon": 1e-8,
+                                                    "wd": 0.01}, grad=False, mutated={2: 1, 3: 2})],
+    "rmsprop_update": [ref([_W, _G, _S2], _rmsprop, {"lr": 0.1, "gamma1": 0.9, "epsilon": 1e-8, "wd": 0.01},
+                           grad=False, mutated={2: 1})],
+    "rmspropalex_update": [ref([_W, _G, _S2 + 0.5, _S3, _S1], _rmspropalex,
+                               {"lr": 0.1, "gamma1": 0.9, "gamma2": 0.8, "epsilon": 1e-8, "wd": 0.01},
+                               grad=False, mutated={2: 1, 3: 2, 4: 3})],
+    # MXNet 1.9.1's adagrad_update rejects wd != 0 ("sparse adagrad_update does not support wd").
+    "adagrad_update": [ref([_W, _G, _S2], _adagrad, {"lr": 0.1, "epsilon": 1e-7, "wd": 0.0}, grad=False,
+                           mutated={2: 1}),
+                       prop(lambda: _raises(lambda: call("adagrad_update", [_W, _G, _S2.copy()],
+                                                         {"lr": 0.1, "wd": 0.01}), "wd"),
+                            id="wd_rejected", xfail=_XFAIL_ADAGRAD_WD)],
+    "ftrl_update": [ref([_W, _G, _S1, _S2], _ftrl, {"lr": 0.1, "lamda1": 0.01, "beta": 1.0, "wd": 0.01},
+                        grad=False, mutated={2: 1, 3: 2})],
+    "signsgd_update": [ref([_W, _G], _signsgd, {"lr": 0.1, "wd": 0.01}, grad=False)],
+    "signum_update": [ref([_W, _G, _S1], _signum, {"lr": 0.1, "momentum": 0.9, "wd": 0.01, "wd_lh": 0.01},
+                          grad=False, mutated={2: 1})],
+    "mp_sgd_update": [ref([_W.astype(np.float16), _G.astype(np.float16), _W],
+                          lambda w, g, w32, lr, wd: [_sgd(w32, g, lr, wd)], {"lr": 0.1, "wd": 0.01}, grad=False,
+                          odt=np.float16, mutated={2: 0}, rtol=1e-2, atol=1e-2)],
+    "mp_sgd_mom_update": [ref([_W.astype(np.float16), _G.astype(np.float16), _S1, _W],
+                              lambda w, g, m, w32, lr, momentum, wd: [_sgd_mom(w32, g, m, lr, momentum, wd)[0],
+                                                                      _sgd_mom(w32, g, m, lr, momentum, wd)[1]],
+                              {"lr": 0.1, "momentum": 0.9, "wd": 0.01}, grad=False, odt=np.float16,
+                              mutated={2: 1, 3: 0}, rtol=1e-2, atol=1e-2)],
+})
+
+
+# Random operators and Dropout: distribution properties and seeding.
+def _seeded(fn, seed=7):
+    mx.random.seed(seed)
+    return fn().asnumpy()
+
+
+def _random_prop(name, params, check):
+    def run():
+        a = _seeded(lambda: getattr(mx.nd, name)(**params))
+        b = _seeded(lambda: getattr(mx.nd, name)(**params))
+        assert a.shape == tuple(params["shape"]), (a.shape, params["shape"])
+        assert np.array_equal(a, b), f"{name}: the same seed must give the same values"
+        c = _seeded(lambda: getattr(mx.nd, name)(**params), seed=8)
+        assert not np.array_equal(a, c), f"{name}: different seeds gave the same values"
+        check(a)
+    return prop(run, id="distribution")
+
+
+def _check_uniform(a):
+    assert a.dtype == np.float32
+    assert a.min() >= -2 and a.max() < 3
+    assert abs(a.mean() - 0.5) < 0.15 and abs(a.var() - 25 / 12) < 0.3
+
+
+def _check_normal(a):
+    assert a.dtype == np.float32
+    assert abs(a.mean() - 1.0) < 0.15 and abs(a.std() - 2.0) < 0.15
+
+
+def _check_randint(a):
+    assert a.dtype == np.int32
+    assert a.min() >= -3 and a.max() < 4 and set(np.unique(a)) == set(range(-3, 4))
+
+
+def _shuffle_check():
+    x = np.arange(24, dtype=np.float32).reshape(8, 3)
+    a = _seeded(lambda: mx.nd.shuffle(nd(x)))
+    b = _seeded(lambda: mx.nd.shuffle(nd(x)))
+    assert np.array_equal(a, b), "shuffle: the same seed must give the same order"
+    assert a.dtype == x.dtype and a.shape == x.shape
+    # Rows move whole; the result is a permutation of the rows.
+    assert sorted(map(tuple, a)) == sorted(map(tuple, x))
+    assert not all(np.array_equal(_seeded(lambda: mx.nd.shuffle(nd(x)), s), x) for s in range(5))
+
+
+def _dropout_check():
+    x = U(40, 50, lo=1, hi=2)
+    # Outside training Dropout is the identity.
+    assert_almost_equal(call("Dropout", [x], {"p": 0.3}), x)
+
+    def train():
+        a = nd(x)
+        a.attach_grad()
+        with mx.autograd.record():
+            y = mx.nd.Dropout(a, p=0.3)
+        y.backward()
+        return y.asnumpy(), a.grad.asnumpy()
+    mx.random.seed(3)
+    y1, g1 = train()
+    mx.random.seed(3)
+    y2, _ = train()
+    assert np.array_equal(y1, y2), "Dropout: the same seed must give the same mask"
+    kept = y1 != 0
+    assert_almost_equal(y1[kept], x[kept] / 0.7)
+    assert abs(kept.mean() - 0.7) < 0.05
+    # The gradient uses the same mask and scale.
+    assert_almost_equal(g1, kept / np.float32(0.7))
+
+
+TABLE.update({
+    "_random_uniform": [_random_prop("_random_uniform", {"low": -2.0, "high": 3.0, "shape": (50, 40)},
+                                     _check_uniform)],
+    "_random_normal": [_random_prop("_random_normal", {"loc": 1.0, "scale": 2.0, "shape": (50, 40)}, _check_normal)],
+    "_random_randint": [_random_prop("_random_randint", {"low": -3, "high": 4, "shape": (20, 20)}, _check_randint)],
+    "_shuffle": [prop(_shuffle_check, id="permutation")],
+    "Dropout": [ref([U(2, 3)], lambda x, p: x, {"p": 0.5}, grad=False, id="inference"),
+                prop(_dropout_check, id="training")],
+})
+
+# Internal operators: the public operator whose gradient dispatches them.
+TABLE.update({
+    "_backward_Activation": [via("Activation")],
+    "_backward_Convolution": [via("Convolution")],
+    "_backward_Crop": [via("Crop")],
+    "_backward_Deconvolution": [via("Deconvolution")],
+    "_backward_Embedding": [via("Embedding")],
+    "_backward_LeakyReLU": [via("LeakyReLU")],
+    "_backward_Pad": [via("Pad")],
+    "_backward_Pooling": [via("Pooling")],
+    "_backward_UpSampling": [via("UpSampling")],
+    "_backward_softmax": [via("softmax")],
+    "_batch_norm_grad": [via("BatchNorm")],
+    "_cast_like": [via("Cast")],
+    "_diag_scatter": [via("diag")],
+    "_dot_flat_out": [via("dot")],
+    "_dropout_grad": [via("Dropout")],
+    "_scatter_add_along_axis": [via("sort")],
+    "_l2_normalization_grad": [via("L2Normalization")],
+    "_lrn_grad": [via("LRN")],
+    "_make_loss_grad": [via("MakeLoss")],
+    "_norm_grad": [via("LayerNorm")],
+    "_pick_grad": [via("pick")],
+    "_reduce_grad_broadcast": [via("sum")],
+    "_reduce_to_like": [via("broadcast_add")],
+    "_regression_output_grad": [via("LinearRegressionOutput")],
+    "_repeat_sum": [via("repeat")],
+    "_sequence_last_grad": [via("SequenceLast")],
+    "_slice_scatter": [via("slice")],
+    "_softmax_cross_entropy_grad": [via("softmax_cross_entropy")],
+    "_softmax_output_grad": [via("SoftmaxOutput")],
+    "_split_like": [via("Concat")],
+    "_take_grad": [via("take")],
+    "_tile_sum": [via("tile")],
+})
+
+
+# -- the tests ------------------------------------------------------------------
+
+def _canonical_names():
+    return {_native.get_op(n).name for n in _native.op_names()}
+
+
+def test_aliases_resolve_to_entries():
+    """Every registered name (aliases included) reaches a table entry, and
+    the public ones are callable as mx.nd functions."""
+    for n in _native.op_names():
+        canon = _native.get_op(n).name
+        assert canon in TABLE, f"{n} (alias of {canon}) has no entry"
+        if not n.startswith("_"):
+            assert callable(getattr(mx.nd, n)), n
+
+
+def test_table_covers_registry():
+    names = _canonical_names()
+    missing = sorted(names - set(TABLE))
+    extra = sorted(set(TABLE) - names)
+    assert not missing, f"operators without an entry in TABLE: {missing}"
+    assert not extra, f"TABLE entries that are not registered operators (or are aliases): {extra}"
+    for n, cases in TABLE.items():
+        assert cases, f"{n}: empty entry"
+
+
+def _params(grad):
+    out = []
+    for name in sorted(TABLE):
+        for k, c in enumerate(TABLE[name]):
+            if grad and not (c["kind"] == "ref" and c["grad"]):
+                continue
+            reason = c.get("xfail_grad") if grad else c.get("xfail")
+            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            out.append(pytest.param(name, c, id=f"{name}-{c['id'] or k}", marks=marks))
+    return out
+
+
+def _as_list(x):
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def _run_ref(name, c):
+    ins, params = c["ins"], c["params"]
+    ins64 = [x.astype(np.float64) if x.dtype.kind == "f" else x for x in ins]
+    expected = _as_list(c["fn"](*[x.copy() for x in ins64], **params))
+    arrays = [nd(x) for x in ins]
+    if c["train"]:
+        # Recorded in training mode, then backward: MXNet 1.9.1 on CPU updates
+        # BatchNorm's moving statistics in the backward pass (cuDNN in the forward).
+        for i in _grad_inputs(c):
+            arrays[i].attach_grad()
+        with mx.autograd.record():
+            got = _as_list(getattr(mx.nd, name)(*arrays, **params))
+        mx.autograd.backward(got)
+    else:
+        got = _as_list(getattr(mx.nd, name)(*arrays, **params))
+    mutated = c["mutated"]
+    # The reference lists the outputs, then the new values of mutated state inputs.
+    n_out = len(expected) - len({k for k in mutated.values() if k > 0})
+    assert len(got) == n_out, f"{name}: {len(got)} outputs, the reference has {n_out}"
+    odts = _as_list(c["odt"]) if c["odt"] is not None else [ins[0].dtype if ins else np.float32]
+    odts = odts * n_out if len(odts) == 1 else odts
+    for k, (g, dt) in enumerate(zip(got, odts)):
+        e = np.asarray(expected[k])
+        assert g.shape == e.shape, f"{name}: output {k} shape {g.shape}, reference {e.shape}"
+        assert np.dtype(g.dtype) == np.dtype(dt), f"{name}: output {k} dtype {np.dtype(g.dtype)}, expected {dt}"
+        assert_almost_equal(g, e.astype(dt), rtol=c["rtol"], atol=c["atol"], names=(name, "numpy"), equal_nan=True)
+    for i, k in mutated.items():
+        e = np.asarray(expected[k])
+        assert_almost_equal(arrays[i], e.astype(arrays[i].dtype), rtol=c["rtol"], atol=c["atol"],
+                            names=(f"{name} input {i}", "numpy"))
+
+
+def _grad_inputs(c):
+    ins = c["ins"]
+    return c["wrt"] if c["wrt"] is not None else [i for i, x in enumerate(ins) if x.dtype.kind == "f"]
+
+
+def _check_grad(name, c):
+    ins, params = c["ins"], c["params"]
+    wrt = _grad_inputs(c)
+    fixed = [nd(x.astype(np.float64) if x.dtype.kind == "f" else x) for x in ins]
+
+    def f(*xs):
+        full = list(fixed)
+        for i, x in zip(wrt, xs):
+            full[i] = x
+        return getattr(mx.nd, name)(*full, **params)
+
+    check_numeric_gradient(f, [ins[i].astype(np.float64) for i in wrt], dtype=np.float64,
+                           rtol=c["grtol"], atol=c["gatol"])
+
+
+@pytest.mark.parametrize("name,case", _params(grad=False))
+def test_forward(name, case, request):
+    """Forward against the NumPy reference (or the case's property)."""
+    kind = case["kind"]
+    if kind == "prop":
+        case["fn"]()
+    elif kind == "via":
+        _check_via(name, case["op"], request.getfixturevalue("tmp_path"))
+    else:
+        _run_ref(name, case)
+
+
+@pytest.mark.parametrize("name,case", _params(grad=True))
+def test_gradient(name, case):
+    """Autograd gradient against central differences in float64."""
+    _check_grad(name, case)
+
+
+def _check_via(name, op, tmp_path):
+    """The gradient of ``op``'s cases (numerically checked in their own
+    test) dispatches ``name``."""
+    cases = [c for c in TABLE[op] if c["kind"] in ("ref", "prop")]
+    assert cases, f"{name}: {op} has no case to go through"
+    mx.profiler.set_config(profile_imperative=True, aggregate_stats=True, filename=str(tmp_path / "via.json"))
+    mx.profiler.dumps(reset=True)
+    mx.profiler.set_state("run")
+    try:
+        for c in cases:
+            if c["kind"] == "prop":
+                c["fn"]()
+                continue
+            ins = [nd(x) for x in c["ins"]]
+            for i in _grad_inputs(c):
+                ins[i].attach_grad()
+            with mx.autograd.record():
+                outs = _as_list(getattr(mx.nd, op)(*ins, **c["params"]))
+            mx.autograd.backward(outs)
+        mx.nd.waitall()
+    finally:
+        mx.profiler.set_state("stop")
+        table = mx.profiler.dumps(reset=True)
+        # Back to the defaults, except the file the exit dump writes: not the working directory.
+        mx.profiler.set_config(filename=str(tmp_path / "leftover.json"))
+    assert f"\n{name} " in table, f"{name}: not dispatched by the gradient of {op}\n{table}"
+
+
+def _consistency_params():
+    out = []
+    for name in sorted(TABLE):
+        for k, c in enumerate(TABLE[name]):
+            # Operators whose output dtype follows their inputs (not Cast to a fixed dtype).
+            if (c["kind"] == "ref" and c["grad"] and c["odt"] is None and c["ins"]
+                    and all(x.dtype == np.float32 for x in c["ins"])):
+                out.append(pytest.param(name, c, id=f"{name}-{c['id'] or k}"))
+    return out
+
+
+@pytest.mark.parametrize("name,case", _consistency_params())
+def test_dtype_consistency(name, case):
+    """float64, float32 and float16 agree (outputs and gradients) within
+    MXNet's per-dtype tolerances: mx.test_utils.check_consistency."""
+    ins, params = case["ins"], case["params"]
+    names = [f"arg{i}" for i in range(len(ins))]
+    wrt = set(_grad_inputs(case))
+
+    def f(**kw):
+        return getattr(mx.nd, name)(*[kw[n] for n in names], **params)
+
+    ctx_list = [{"ctx": mx.cpu(0), **{n: x.shape for n, x in zip(names, ins)},
+                 "type_dict": {n: t for n in names}} for t in (np.float64, np.float32, np.float16)]
+    check_consistency(f, ctx_list, arg_params={n: x for n, x in zip(names, ins)},
+                      grad_req={n: "write" if i in wrt else "null" for i, n in enumerate(names)})
