@@ -461,8 +461,8 @@ def ref_sgd_mom(w, g, s, lr, wd, rescale_grad, clip_gradient, momentum, **_):
 
 def ref_nag(w, g, s, lr, wd, rescale_grad, clip_gradient, momentum, **_):
     gg = npclip(rescale_grad * g, clip_gradient) + wd * w
-    s[0][:] = momentum * s[0] + gg
-    return w - lr * (gg + momentum * s[0])
+    s[0][:] = momentum * s[0] - lr * gg
+    return w + momentum * s[0] - lr * gg
 
 
 def ref_adam(w, g, s, lr, wd, rescale_grad, clip_gradient, beta1=0.9, beta2=0.999, epsilon=1e-8, **_):
@@ -504,7 +504,7 @@ def ref_signum(w, g, s, lr, wd, rescale_grad, clip_gradient, momentum, wd_lh=0.0
 
 
 def ref_adagrad(w, g, s, lr, wd, rescale_grad, clip_gradient, epsilon=1e-7, **_):
-    gg = npclip(rescale_grad * g, clip_gradient) + wd * w
+    gg = npclip(rescale_grad * g, clip_gradient)
     s[0][:] = s[0] + gg * gg
     return w - lr * gg / (np.sqrt(s[0]) + epsilon)
 
@@ -519,7 +519,7 @@ OPTIM = {
     "ftrl_update": (ref_ftrl, 2, {}),
     "signsgd_update": (ref_signsgd, 0, {}),
     "signum_update": (ref_signum, 1, {"momentum": 0.9, "wd_lh": 0.05}),
-    "adagrad_update": (ref_adagrad, 1, {}),
+    "adagrad_update": (ref_adagrad, 1, {"wd": 0.0}),
 }
 
 

@@ -76,18 +76,6 @@ def via(op, id=None):
     return dict(kind="via", op=op, id=id, xfail=None)
 
 
-# Known operator bugs (reported to the lead; the marks are strict).
-_XFAIL_WRITE_ZERO = (
-    "autograd: grad_req='write' leaves the old gradient buffer when the gradient is structurally zero "
-    "(ceil, sign, zeros_like, BlockGrad...); MXNet 1.9.1 writes zeros"
-)
-_XFAIL_NAG = (
-    "nag_mom_update implements the pre-1.6 rule (mom = momentum*mom + g; w -= lr*(g + momentum*mom)); "
-    "MXNet 1.9.1: mom = momentum*mom - lr*g; w += momentum*mom - lr*g"
-)
-_XFAIL_ADAGRAD_WD = "adagrad_update accepts wd != 0; MXNet 1.9.1 raises 'sparse adagrad_update does not support wd.'"
-
-
 def nd(x):
     return mx.nd.array(x, dtype=x.dtype)
 
@@ -247,9 +235,8 @@ _UNARY = {
     "zeros_like": (np.zeros_like, -1, 1, True),
     "ones_like": (np.ones_like, -1, 1, True),
 }
-_ZERO_GRAD = {"ceil", "fix", "floor", "rint", "round", "sign", "trunc", "zeros_like", "ones_like"}
 for _n, (_f, _lo, _hi, _d) in _UNARY.items():
-    TABLE[_n] = [ref([U(2, 3, lo=_lo, hi=_hi)], _f, grad=_d, xfail_grad=_XFAIL_WRITE_ZERO if _n in _ZERO_GRAD else None)]
+    TABLE[_n] = [ref([U(2, 3, lo=_lo, hi=_hi)], _f, grad=_d)]
 TABLE["logical_not"].append(ref([A([[0, 1, -2], [0.5, 0, 3]])], _UNARY["logical_not"][0], grad=False, id="zeros"))
 
 # Binary, same shapes: name -> (reference, rhs low, rhs high, differentiable).
@@ -688,7 +675,7 @@ TABLE.update({
     "sgd_mom_update": [ref([_W, _G, _S1], _sgd_mom, {"lr": 0.1, "momentum": 0.9, "wd": 0.01}, grad=False,
                            mutated={2: 1})],
     "nag_mom_update": [ref([_W, _G, _S1], _nag, {"lr": 0.1, "momentum": 0.9, "wd": 0.01}, grad=False,
-                           mutated={2: 1}, xfail=_XFAIL_NAG)],
+                           mutated={2: 1})],
     "adam_update": [ref([_W, _G, _S1, _S2], _adam, {"lr": 0.1, "beta1": 0.9, "beta2": 0.99, "epsilon": 1e-8,
                                                     "wd": 0.01}, grad=False, mutated={2: 1, 3: 2})],
     "rmsprop_update": [ref([_W, _G, _S2], _rmsprop, {"lr": 0.1, "gamma1": 0.9, "epsilon": 1e-8, "wd": 0.01},
@@ -701,7 +688,7 @@ TABLE.update({
                            mutated={2: 1}),
                        prop(lambda: _raises(lambda: call("adagrad_update", [_W, _G, _S2.copy()],
                                                          {"lr": 0.1, "wd": 0.01}), "wd"),
-                            id="wd_rejected", xfail=_XFAIL_ADAGRAD_WD)],
+                            id="wd_rejected")],
     "ftrl_update": [ref([_W, _G, _S1, _S2], _ftrl, {"lr": 0.1, "lamda1": 0.01, "beta": 1.0, "wd": 0.01},
                         grad=False, mutated={2: 1, 3: 2})],
     "signsgd_update": [ref([_W, _G], _signsgd, {"lr": 0.1, "wd": 0.01}, grad=False)],

@@ -276,6 +276,20 @@ pub fn backward(
         }
     }
 
+    // Variables the graph reaches: with grad_req 'write' each gets a result,
+    // zeros where no gradient flows to it (ceil, sign, BlockGrad ...), as in
+    // MXNet.
+    let mut reached: Vec<Arc<VarGrad>> = Vec::new();
+    for node in &order {
+        for a in node.input_ag.iter().flatten() {
+            if let AgInfo::Variable(v) = a {
+                if !reached.iter().any(|w| Arc::ptr_eq(w, v)) {
+                    reached.push(v.clone());
+                }
+            }
+        }
+    }
+
     for node in order.iter().rev() {
         let k = key(node);
         let n_out = node.out_meta.len();
@@ -376,6 +390,23 @@ pub fn backward(
             }
         }
         return Ok(out);
+    }
+    for v in reached {
+        if v.req != GradReq::Write || var_grads.iter().any(|(w, _)| Arc::ptr_eq(w, &v)) {
+            continue;
+        }
+        let dst = v.grad.lock().clone();
+        if let Some(dst) = dst {
+            registry::call_into(
+                "_zeros",
+                &[
+                    ("shape", &crate::base::fmt_shape(&dst.shape)),
+                    ("dtype", dst.dtype().name()),
+                ],
+                &[],
+                &[strip(&dst)],
+            )?;
+        }
     }
     for (v, g) in var_grads {
         let mut slot = v.grad.lock();

@@ -32,7 +32,7 @@ pub struct OptParam {
 fn parse_opt(a: &Attrs, op: &str, eps_default: f64) -> Result<OptParam> {
     let p = a.p(op);
     let _lazy = p.bool("lazy_update", true)?;
-    Ok(OptParam {
+    let param = OptParam {
         lr: p.f64_req("lr")?,
         wd: p.f64("wd", 0.0)?,
         rescale: p.f64("rescale_grad", 1.0)?,
@@ -47,7 +47,15 @@ fn parse_opt(a: &Attrs, op: &str, eps_default: f64) -> Result<OptParam> {
         lamda1: p.f64("lamda1", 0.01)?,
         beta: p.f64("beta", 1.0)?,
         wd_lh: p.f64("wd_lh", 0.0)?,
-    })
+    };
+    // MXNet's adagrad kernel has no weight decay and rejects it.
+    if op == "adagrad_update" && param.wd != 0.0 {
+        return Err(Error::Param(format!(
+            "{op}: wd={} is not supported (adagrad_update has no weight decay; apply it to the gradient)",
+            param.wd
+        )));
+    }
+    Ok(param)
 }
 
 #[inline]
@@ -215,12 +223,12 @@ opt_op!(MP_SGD_MOM, "mp_sgd_mom_update", [], ["weight", "grad", "mom", "weight32
 });
 
 opt_op!(NAG_MOM, "nag_mom_update", [], ["weight", "grad", "mom"], mutates: &[2], f32_from: 9, eps: 1e-8,
-"Nesterov momentum: g = clip(rescale_grad * grad) + wd * weight; mom = momentum * mom + g; \
- weight -= lr * (g + momentum * mom).",
+"Nesterov momentum (MXNet >= 1.6): g = clip(rescale_grad * grad) + wd * weight; \
+ mom = momentum * mom - lr * g; weight += momentum * mom - lr * g.",
 |p, v| {
     let g = clip(p.rescale * v[1], p.clip) + p.wd * v[0];
-    v[2] = p.momentum * v[2] + g;
-    v[0] - p.lr * (g + p.momentum * v[2])
+    v[2] = p.momentum * v[2] - p.lr * g;
+    v[0] + p.momentum * v[2] - p.lr * g
 });
 
 opt_op!(ADAM, "adam_update", [], ["weight", "grad", "mean", "var"], mutates: &[2, 3], f32_from: 9, eps: 1e-8,
@@ -281,9 +289,9 @@ opt_op!(SIGNUM, "signum_update", [], ["weight", "grad", "mom"], mutates: &[2], f
 });
 
 opt_op!(ADAGRAD, "adagrad_update", ["_sparse_adagrad_update"], ["weight", "grad", "history"], mutates: &[2], f32_from: 9, eps: 1e-7,
-"g = clip(rescale_grad * grad) + wd * weight; history += g^2; weight -= lr * g / (sqrt(history) + epsilon).",
+"g = clip(rescale_grad * grad); history += g^2; weight -= lr * g / (sqrt(history) + epsilon). wd must be 0.",
 |p, v| {
-    let g = clip(p.rescale * v[1], p.clip) + p.wd * v[0];
+    let g = clip(p.rescale * v[1], p.clip);
     v[2] += g * g;
     v[0] - p.lr * g / (v[2].sqrt() + p.epsilon)
 });
