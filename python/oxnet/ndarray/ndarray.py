@@ -356,44 +356,22 @@ class _Methods:
 
     # -- arithmetic --------------------------------------------------------
 
-    def __add__(self, other):
-        return _binary(self, other, "broadcast_add", "_plus_scalar")
-
-    def __radd__(self, other):
-        return _binary(self, other, "broadcast_add", "_plus_scalar")
+    # __add__/__radd__, __sub__/__rsub__, __mul__/__rmul__ and
+    # __truediv__/__rtruediv__ are defined in Rust (the per-op hot path); they
+    # hand NumPy operands and other types to `_binary` below.
 
     def __iadd__(self, other):
         return _binary(self, other, "broadcast_add", "_plus_scalar", out=self)
 
-    def __sub__(self, other):
-        return _binary(self, other, "broadcast_sub", "_minus_scalar")
-
-    def __rsub__(self, other):
-        return _binary(self, other, "broadcast_sub", "_rminus_scalar", reverse=True)
-
     def __isub__(self, other):
         return _binary(self, other, "broadcast_sub", "_minus_scalar", out=self)
-
-    def __mul__(self, other):
-        return _binary(self, other, "broadcast_mul", "_mul_scalar")
-
-    def __rmul__(self, other):
-        return _binary(self, other, "broadcast_mul", "_mul_scalar")
 
     def __imul__(self, other):
         return _binary(self, other, "broadcast_mul", "_mul_scalar", out=self)
 
-    def __truediv__(self, other):
-        return _binary(self, other, "broadcast_div", "_div_scalar")
-
-    def __rtruediv__(self, other):
-        return _binary(self, other, "broadcast_div", "_rdiv_scalar", reverse=True)
-
     def __itruediv__(self, other):
         return _binary(self, other, "broadcast_div", "_div_scalar", out=self)
 
-    __div__ = __truediv__
-    __rdiv__ = __rtruediv__
     __idiv__ = __itruediv__
 
     def __mod__(self, other):
@@ -671,6 +649,9 @@ def _attach_methods():
     # Operator methods: x.sum(axis=1) == mx.nd.sum(x, axis=1).
     for meth, opname in _METHOD_OPS.items():
         setattr(NDArray, meth, _make_method(opname))
+    # Python 2 spellings MXNet still defines.
+    NDArray.__div__ = NDArray.__truediv__
+    NDArray.__rdiv__ = NDArray.__rtruediv__
 
 
 def _make_method(opname):

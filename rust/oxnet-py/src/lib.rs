@@ -3,6 +3,9 @@
 //! call releases the GIL.
 use pyo3::prelude::*;
 
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod autograd;
 mod errors;
 mod io;

@@ -51,6 +51,33 @@ unsafe impl Send for SendPtr {}
 
 #[pymethods]
 impl NDArray {
+    // Arithmetic: the hot path of `a + 1` / `a * b` goes straight to the
+    // registry (in-place and other operators are attached from Python).
+    fn __add__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        crate::ops::arith(slf, other, &crate::ops::ADD, false)
+    }
+    fn __radd__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        crate::ops::arith(slf, other, &crate::ops::ADD, false)
+    }
+    fn __sub__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        crate::ops::arith(slf, other, &crate::ops::SUB, false)
+    }
+    fn __rsub__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        crate::ops::arith(slf, other, &crate::ops::SUB, true)
+    }
+    fn __mul__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        crate::ops::arith(slf, other, &crate::ops::MUL, false)
+    }
+    fn __rmul__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        crate::ops::arith(slf, other, &crate::ops::MUL, false)
+    }
+    fn __truediv__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        crate::ops::arith(slf, other, &crate::ops::DIV, false)
+    }
+    fn __rtruediv__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        crate::ops::arith(slf, other, &crate::ops::DIV, true)
+    }
+
     /// Tuple of array dimensions.
     #[getter]
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {

@@ -178,6 +178,86 @@ fn invoke(
     }
 }
 
+/// Single-output invoke on already-unwrapped arrays (the arithmetic fast
+/// path below).
+fn invoke1(
+    py: Python<'_>,
+    def: &'static OpDef,
+    ins: &[oxnet_core::NDArray],
+    attrs: Attrs,
+) -> PyResult<Py<NDArray>> {
+    let call = registry::parse_call(def, attrs).py_err()?;
+    if oxnet_core::engine::over_limit() {
+        py.detach(oxnet_core::engine::throttle);
+    }
+    let mut res = registry::invoke(Arc::new(call), ins, None, None).py_err()?;
+    wrap(py, res.swap_remove(0))
+}
+
+/// `lhs <op> other` for `+ - * /` (and reflected forms): arrays and Python
+/// numbers go straight to the registry; anything else (NumPy arrays and
+/// scalars, unsupported types) goes to `oxnet.ndarray.ndarray._binary`,
+/// which also answers NotImplemented.
+pub fn arith(
+    lhs: &Bound<'_, NDArray>,
+    other: &Bound<'_, PyAny>,
+    ops: &'static ArithOps,
+    reverse: bool,
+) -> PyResult<Py<PyAny>> {
+    let py = lhs.py();
+    if let Ok(b) = other.cast::<NDArray>() {
+        let (x, y) = (lhs.borrow().inner.clone(), b.borrow().inner.clone());
+        let ins = if reverse { [y, x] } else { [x, y] };
+        let def = ops
+            .array
+            .get_or_init(|| registry::lookup(ops.names[0]).expect("arith op"));
+        return Ok(invoke1(py, def, &ins, Attrs::new())?.into_any());
+    }
+    if other.is_instance_of::<PyFloat>() || other.is_instance_of::<PyInt>() {
+        let k = if reverse { 2 } else { 1 };
+        let def =
+            ops.scalar[k - 1].get_or_init(|| registry::lookup(ops.names[k]).expect("arith op"));
+        let mut a = Attrs::new();
+        a.0.push(("scalar".to_string(), attr_str(other)?));
+        let x = lhs.borrow().inner.clone();
+        return Ok(invoke1(py, def, std::slice::from_ref(&x), a)?.into_any());
+    }
+    static FALLBACK: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+    let f = FALLBACK.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+        Ok(py
+            .import("oxnet.ndarray.ndarray")?
+            .getattr("_binary")?
+            .unbind())
+    })?;
+    let sop = if reverse { ops.names[2] } else { ops.names[1] };
+    f.bind(py)
+        .call1((lhs, other, ops.names[0], sop, reverse))
+        .map(Bound::unbind)
+}
+
+/// Operator names of one arithmetic family: [array op, scalar op, reflected
+/// scalar op], resolved once.
+pub struct ArithOps {
+    names: [&'static str; 3],
+    array: std::sync::OnceLock<&'static OpDef>,
+    scalar: [std::sync::OnceLock<&'static OpDef>; 2],
+}
+
+impl ArithOps {
+    const fn new(names: [&'static str; 3]) -> ArithOps {
+        ArithOps {
+            names,
+            array: std::sync::OnceLock::new(),
+            scalar: [std::sync::OnceLock::new(), std::sync::OnceLock::new()],
+        }
+    }
+}
+
+pub static ADD: ArithOps = ArithOps::new(["broadcast_add", "_plus_scalar", "_plus_scalar"]);
+pub static SUB: ArithOps = ArithOps::new(["broadcast_sub", "_minus_scalar", "_rminus_scalar"]);
+pub static MUL: ArithOps = ArithOps::new(["broadcast_mul", "_mul_scalar", "_mul_scalar"]);
+pub static DIV: ArithOps = ArithOps::new(["broadcast_div", "_div_scalar", "_rdiv_scalar"]);
+
 /// Gradients of `op` applied to `inputs` (with attributes `kwargs`, outputs
 /// `outputs`) given the output gradients; None where the gradient is zero.
 #[pyfunction]
