@@ -283,7 +283,9 @@ def test_im2rec_list_and_pack(tmp_path):
     shutil.copy(os.path.join(IMAGES, "chelsea_160x107_thumb.jpg"), root / "b" / "y.jpg")
     shutil.copy(os.path.join(IMAGES, "retina_160x120_444.jpg"), root / "b" / "z.jpg")
     prefix = str(tmp_path / "data")
-    env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", "..", "python"))
+    env = dict(os.environ)
+    if not os.environ.get("OXNET_TEST_INSTALLED"):
+        env["PYTHONPATH"] = os.path.join(HERE, "..", "..", "python")
     cmd = [sys.executable, "-m", "oxnet.tools.im2rec"]
     r = subprocess.run(
         cmd + ["--list", "--recursive", "--no-shuffle", prefix, str(root)],

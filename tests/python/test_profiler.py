@@ -325,7 +325,9 @@ def test_continuous_dump(trace_file):
 def _run_script(tmp_path, body):
     script = tmp_path / "script.py"
     script.write_text(textwrap.dedent(body))
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    env = dict(os.environ)
+    if not os.environ.get("OXNET_TEST_INSTALLED"):
+        env["PYTHONPATH"] = os.path.join(ROOT, "python")
     return subprocess.run([sys.executable, str(script)], cwd=str(tmp_path), env=env,
                           capture_output=True, text=True, timeout=120)
 
