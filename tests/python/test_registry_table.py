@@ -30,6 +30,12 @@ from oxnet.test_utils import assert_almost_equal, check_consistency, check_numer
 _rng = np.random.RandomState(42)
 
 
+def _assigned(x, key, v):
+    y = x.copy()
+    y[key] = v
+    return y
+
+
 def U(*shape, lo=-1.0, hi=1.0, dtype=np.float32):
     """Uniform inputs in [lo, hi), rounded to float32."""
     return _rng.uniform(lo, hi, size=shape).astype(dtype)
@@ -342,6 +348,10 @@ TABLE.update({
               ref([U(3, 4)], lambda x, begin, end, step: x[::-1, 0:4:2], {"begin": (None, 0), "end": (None, 4),
                                                                           "step": (-1, 2)}, id="step")],
     "slice_axis": [ref([U(3, 4)], lambda x, axis, begin, end: x[:, 1:3], {"axis": 1, "begin": 1, "end": 3})],
+    "_slice_assign": [ref([U(3, 4), U(2, 2)], lambda x, v, begin, end, step: _assigned(x, (slice(None, None, 2), slice(1, 3)), v),
+                          {"begin": (None, 1), "end": (None, 3), "step": (2, 1)})],
+    "_slice_assign_scalar": [ref([U(3, 4)], lambda x, scalar, begin, end: _assigned(x, (slice(0, 2), slice(2, None)), scalar),
+                                 {"scalar": 1.5, "begin": (0, 2), "end": (2, None)})],
     "slice_like": [ref([U(3, 4), U(2, 3)], lambda x, y: x[:2, :3], wrt=[0])],
     "Concat": [ref([U(2, 3), U(2, 2)], lambda a, b, dim: np.concatenate([a, b], axis=1), {"dim": 1})],
     "stack": [ref([U(2, 3), U(2, 3)], lambda a, b, axis: np.stack([a, b], axis=1), {"axis": 1})],
@@ -351,7 +361,9 @@ TABLE.update({
     "broadcast_to": [ref([U(1, 3)], lambda x, shape: np.broadcast_to(x, (2, 3)), {"shape": (2, 3)})],
     "broadcast_axis": [ref([U(1, 3, 1)], lambda x, axis, size: np.broadcast_to(x, (2, 3, 4)),
                            {"axis": (0, 2), "size": (2, 4)})],
-    "broadcast_like": [ref([U(1, 3), U(2, 3)], lambda x, y: np.broadcast_to(x, (2, 3)), wrt=[0])],
+    "broadcast_like": [ref([U(1, 3), U(2, 3)], lambda x, y: np.broadcast_to(x, (2, 3)), wrt=[0]),
+                       ref([U(1, 3, 1), U(2, 4)], lambda x, y, lhs_axes, rhs_axes: np.broadcast_to(x, (4, 3, 2)),
+                           {"lhs_axes": (0, 2), "rhs_axes": (1, 0)}, wrt=[0], id="axes")],
     "reshape_like": [ref([U(6), U(2, 3)], lambda x, y: x.reshape(2, 3), wrt=[0])],
     "Pad": [ref([U(1, 1, 2, 3)], lambda x, mode, pad_width, constant_value: np.pad(
                 x, ((0, 0), (0, 0), (1, 1), (1, 2)), constant_values=0.5),

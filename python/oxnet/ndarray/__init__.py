@@ -15,6 +15,7 @@ from .ndarray import (  # noqa: F401
     zeros,
 )
 from . import op  # noqa: F401
+from . import _internal  # noqa: F401
 from .utils import load, save  # noqa: F401
 
 

@@ -553,6 +553,59 @@ def _is_basic_first_axis(key):
     return isinstance(key, slice) and (key.step is None or key.step == 1)
 
 
+def _basic_index(shape, key):
+    """Resolve a basic index (integers, slices, Ellipsis and None, alone or in
+    a tuple) against ``shape``.
+
+    Returns ``(begin, end, step, window_shape, result_shape)`` for the
+    ``slice`` operator (``end`` entries may be None), or None when ``key``
+    uses advanced (array) indexing. Raises IndexError like NumPy."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    for k in key:
+        if not (k is None or k is Ellipsis or isinstance(k, slice)
+                or (isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)))):
+            return None
+    n_ell = sum(1 for k in key if k is Ellipsis)
+    if n_ell > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if n_real > len(shape):
+        raise IndexError(f"too many indices for array: array is {len(shape)}-dimensional, but {n_real} were indexed")
+    fill = (slice(None),) * (len(shape) - n_real)
+    if n_ell:
+        i = key.index(Ellipsis)
+        key = key[:i] + fill + key[i + 1:]
+    else:
+        key = key + fill
+    begin, end, step, window, result = [], [], [], [], []
+    ax = 0
+    for k in key:
+        if k is None:
+            result.append(1)
+            continue
+        n = shape[ax]
+        if isinstance(k, slice):
+            b, e, st = k.indices(n)
+            length = len(range(b, e, st))
+            begin.append(b)
+            end.append(None if e < 0 else e)
+            step.append(st)
+            window.append(length)
+            result.append(length)
+        else:
+            i = int(k)
+            if i < -n or i >= n:
+                raise IndexError(f"index {i} is out of bounds for axis {ax} with size {n}")
+            i %= n
+            begin.append(i)
+            end.append(i + 1)
+            step.append(1)
+            window.append(1)
+        ax += 1
+    return begin, end, step, tuple(window), tuple(result)
+
+
 def _getitem(self, key):
     if isinstance(key, integer_types) and not isinstance(key, bool):
         if self.ndim == 0:
@@ -588,8 +641,15 @@ def _getitem(self, key):
             idx = np.nonzero(idx)[0]
         if np.issubdtype(idx.dtype, np.integer):
             return _invoke1("take", [self, array(idx, ctx=self.context, dtype="int64")], {"axis": 0, "mode": "raise"})
-    # General basic/advanced indexing: compute on a host copy (exact NumPy
-    # semantics), then return a new array.
+    # Other basic indexing (steps, several axes, Ellipsis, None): the slice
+    # operator (a copy, as in MXNet; differentiable), then the result shape.
+    basic = _basic_index(self.shape, key)
+    if basic is not None:
+        begin, end, step, window, result = basic
+        r = _invoke1("slice", [self], {"begin": tuple(begin), "end": tuple(end), "step": tuple(step)})
+        return r if window == result else _invoke1("Reshape", [r], {"shape": result})
+    # Advanced indexing mixed with other keys: computed on a host copy (exact
+    # NumPy semantics), then returned as a new array.
     res = self.asnumpy()[key]
     if not isinstance(res, np.ndarray):
         res = np.array([res], dtype=self._dtype_name)
@@ -629,7 +689,42 @@ def _setitem(self, key, value):
         if stop > start:
             _fill_view(self._slice(start, stop), value)
         return
-    # General case: exact NumPy semantics on a host copy, written back.
+    basic = _basic_index(self.shape, key)
+    if basic is not None:
+        begin, end, step, window, result = basic
+        if 0 in window:
+            return
+        attrs = {"begin": tuple(begin), "end": tuple(end), "step": tuple(step)}
+        if isinstance(value, numeric_types) or isinstance(value, np.generic):
+            attrs["scalar"] = float(value)
+            _invoke1("_slice_assign_scalar", [self], attrs, out=self)
+            return
+        if not isinstance(value, NDArray):
+            value = array(np.asarray(value, dtype=self._dtype_name), ctx=self.context, dtype=self._dtype_name)
+        elif value._dtype_name != self._dtype_name:
+            value = value.astype(self._dtype_name)
+        # NumPy semantics: value broadcasts against the indexed result shape,
+        # which has the window's elements.
+        if value.shape != result:
+            try:
+                bs = np.broadcast_shapes(value.shape, result)
+            except ValueError:
+                bs = None
+            lead = len(bs) - len(result) if bs is not None else 0
+            if bs is None or bs[lead:] != result or any(d != 1 for d in bs[:lead]):
+                raise ValueError(
+                    f"__setitem__: could not broadcast input array from shape {value.shape} into shape {result}"
+                )
+            if value.ndim > len(result):
+                value = value.reshape(value.shape[value.ndim - len(result):])
+            if value.shape != result:
+                value = _invoke1("broadcast_to", [value.reshape((1,) * (len(result) - value.ndim) + value.shape)],
+                                 {"shape": result})
+        if value.shape != window:
+            value = value.reshape(window)
+        _invoke1("_slice_assign", [self, value], attrs, out=self)
+        return
+    # Advanced indexing: exact NumPy semantics on a host copy, written back.
     host = self.asnumpy()
     if isinstance(value, NDArray):
         value = value.asnumpy()

@@ -6,7 +6,7 @@ use super::registry::{
     infer_shape_same, infer_type_same, Entry, GradBuilder, KernelCtx, OpCall, OpDef, Params,
 };
 use crate::base::dtype::Elem;
-use crate::base::{fmt_shape, shape::broadcast_shapes, DType, Shape};
+use crate::base::{fmt_shape, shape::broadcast_shapes, shape::norm_axis, DType, Shape};
 use crate::dispatch_dtype;
 use crate::error::{Error, Result};
 use crate::ndarray::Blob;
@@ -1802,23 +1802,58 @@ pub static BROADCAST_TO: OpDef = OpDef {
     ..OpDef::BASE
 };
 
+/// broadcast_like's optional axis pairs: lhs axis i takes the size of rhs
+/// axis j.
+struct LikeAxes(Option<(Vec<i64>, Vec<i64>)>);
+
 pub static BROADCAST_LIKE: OpDef = OpDef {
     name: "broadcast_like",
-    doc: "Broadcast lhs to the shape of rhs.",
+    doc: "Broadcast lhs to the shape of rhs; with lhs_axes and rhs_axes, only lhs_axes[i] (size 1) takes the \
+          size of rhs axis rhs_axes[i].",
     inputs: &["lhs", "rhs"],
     parse: |a| {
         let p = a.p("broadcast_like");
-        if p.has("lhs_axes") || p.has("rhs_axes") {
-            return Err(Error::Param(
-                "broadcast_like: lhs_axes/rhs_axes are not supported yet".into(),
-            ));
-        }
-        Ok(Box::new(()))
+        // As in MXNet, the axes apply only when both are given.
+        let axes = match (p.ints("lhs_axes")?, p.ints("rhs_axes")?) {
+            (Some(l), Some(r)) => {
+                if l.len() != r.len() {
+                    return Err(Error::Param(format!(
+                        "broadcast_like: lhs_axes {l:?} and rhs_axes {r:?} must have the same length"
+                    )));
+                }
+                Some((l, r))
+            }
+            _ => None,
+        };
+        Ok(Box::new(LikeAxes(axes)))
     },
-    infer_shape: |_, ins, outs| {
+    infer_shape: |c, ins, outs| {
         if let (Some(a), Some(b)) = (&ins[0], &ins[1]) {
-            check_bcast("broadcast_like", a, b)?;
-            outs[0] = Some(b.clone());
+            match &c.p::<LikeAxes>().0 {
+                None => {
+                    check_bcast("broadcast_like", a, b)?;
+                    outs[0] = Some(b.clone());
+                }
+                Some((la, ra)) => {
+                    let mut o = a.clone();
+                    for (&l, &r) in la.iter().zip(ra) {
+                        let li = norm_axis("broadcast_like", l, a.len())?;
+                        let ri = norm_axis("broadcast_like", r, b.len())?;
+                        if a[li] != 1 && a[li] != b[ri] {
+                            return Err(Error::Shape(format!(
+                                "broadcast_like: lhs axis {li} of shape {} has size {}, it cannot be broadcast to the \
+                                 size {} of rhs axis {ri} of shape {}",
+                                fmt_shape(a),
+                                a[li],
+                                b[ri],
+                                fmt_shape(b)
+                            )));
+                        }
+                        o[li] = b[ri];
+                    }
+                    outs[0] = Some(o);
+                }
+            }
         }
         Ok(())
     },

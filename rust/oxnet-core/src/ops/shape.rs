@@ -1727,6 +1727,135 @@ pub static SLICE_SCATTER: OpDef = OpDef {
     ..OpDef::BASE
 };
 
+/// Parameters of `_slice_assign` / `_slice_assign_scalar`: a `slice`
+/// window and, for the scalar form, the value.
+struct SliceAssign {
+    spec: SliceSpec,
+    scalar: f64,
+}
+
+fn parse_slice_assign(a: &Attrs, op: &str, with_scalar: bool) -> Result<SliceAssign> {
+    let spec = parse_spec(a, "slice").map_err(|e| e.in_op(op))?;
+    let scalar = if with_scalar {
+        a.p(op).f64("scalar", 0.0)?
+    } else {
+        0.0
+    };
+    Ok(SliceAssign { spec, scalar })
+}
+
+/// Copy lhs to the output unless they are the same memory (`out=lhs`, as
+/// NDArray.__setitem__ calls it).
+fn copy_unless_aliased(x: &Blob, y: &Blob) {
+    if x.raw_ptr() != y.raw_ptr() {
+        y.bytes_mut().copy_from_slice(x.bytes());
+    }
+}
+
+fn slice_assign_attrs(c: &OpCall) -> Vec<(&'static str, String)> {
+    c.p::<SliceAssign>().spec.attrs()
+}
+
+/// `lhs` with the window of `slice(begin, end, step)` replaced by `rhs`
+/// (MXNet's `_slice_assign`, used by `a[1:3, ::2] = b`).
+pub static SLICE_ASSIGN: OpDef = OpDef {
+    name: "_slice_assign",
+    aliases: &["_crop_assign"],
+    doc:
+        "lhs with the window slice(begin, end, step) replaced by rhs (rhs has the window's shape).",
+    inputs: &["lhs", "rhs"],
+    parse: |a| Ok(Box::new(parse_slice_assign(a, "_slice_assign", false)?)),
+    infer_shape: |c, ins, outs| {
+        let p = c.p::<SliceAssign>();
+        if let Some(l) = ins[0].clone() {
+            let ws: Shape = p
+                .spec
+                .wins(&l, None)
+                .map_err(|e| e.in_op("_slice_assign"))?
+                .iter()
+                .map(|w| w.len)
+                .collect();
+            if let Some(r) = &ins[1] {
+                if *r != ws {
+                    return Err(Error::Shape(format!(
+                        "_slice_assign: rhs has shape {}, the window {} of lhs {} has shape {}",
+                        fmt_shape(r),
+                        attrs_text(&p.spec.attrs()),
+                        fmt_shape(&l),
+                        fmt_shape(&ws)
+                    )));
+                }
+            } else {
+                ins[1] = Some(ws);
+            }
+            outs[0] = Some(l);
+        }
+        Ok(())
+    },
+    infer_type: infer_type_same,
+    cpu: Some(|c, i, o, _| {
+        let p = c.p::<SliceAssign>();
+        let w = p.spec.wins(&o[0].shape, None)?;
+        copy_unless_aliased(&i[0], &o[0]);
+        by_size!(i[1].dtype, T => scatter(raw::<T>(&i[1]), &o[0].shape, &w, raw_mut::<T>(&o[0])));
+        Ok(())
+    }),
+    grad: Some(|c, b, _, _, g| {
+        let attrs = slice_assign_attrs(c);
+        let gl = b.op1("_slice_assign_scalar", &attrs, &[g[0]])?;
+        let gr = b.op1("slice", &attrs, &[g[0]])?;
+        Ok(vec![Some(gl), Some(gr)])
+    }),
+    ..OpDef::BASE
+};
+
+/// `data` with the window of `slice(begin, end, step)` set to `scalar`.
+pub static SLICE_ASSIGN_SCALAR: OpDef = OpDef {
+    name: "_slice_assign_scalar",
+    aliases: &["_crop_assign_scalar"],
+    doc: "data with the window slice(begin, end, step) set to scalar (default 0).",
+    parse: |a| {
+        Ok(Box::new(parse_slice_assign(
+            a,
+            "_slice_assign_scalar",
+            true,
+        )?))
+    },
+    infer_shape: |c, ins, outs| {
+        if let Some(d) = &ins[0] {
+            c.p::<SliceAssign>()
+                .spec
+                .wins(d, None)
+                .map_err(|e| e.in_op("_slice_assign_scalar"))?;
+            outs[0] = Some(d.clone());
+        }
+        Ok(())
+    },
+    cpu: Some(|c, i, o, _| {
+        let p = c.p::<SliceAssign>();
+        let w = p.spec.wins(&o[0].shape, None)?;
+        copy_unless_aliased(&i[0], &o[0]);
+        let n: usize = w.iter().map(|w| w.len).product();
+        dispatch_dtype!(o[0].dtype, T => {
+            let fillv = vec![<T as crate::base::dtype::Elem>::from_f64(p.scalar); n];
+            scatter(&fillv, &o[0].shape, &w, o[0].data_mut::<T>());
+        });
+        Ok(())
+    }),
+    grad: Some(|c, b, _, _, g| {
+        let gl = b.op1("_slice_assign_scalar", &slice_assign_attrs(c), &[g[0]])?;
+        Ok(vec![Some(gl)])
+    }),
+    ..OpDef::BASE
+};
+
+fn attrs_text(a: &[(&'static str, String)]) -> String {
+    a.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 // ---------------------------------------------------------------------------
 // diag
 // ---------------------------------------------------------------------------
@@ -1929,6 +2058,8 @@ pub static OPS: &[&OpDef] = &[
     &SLICE_AXIS,
     &SLICE_LIKE,
     &SLICE_SCATTER,
+    &SLICE_ASSIGN,
+    &SLICE_ASSIGN_SCALAR,
     &DIAG,
     &DIAG_SCATTER,
 ];

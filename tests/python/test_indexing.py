@@ -1,0 +1,127 @@
+"""Basic indexing through the slice / _slice_assign operators (no host copy),
+checked against NumPy, plus the operators' own references and gradients."""
+import numpy as np
+import pytest
+
+import oxnet as mx
+from oxnet.test_utils import assert_almost_equal, check_numeric_gradient
+
+KEYS = [
+    (slice(None), 1),
+    (1, slice(None)),
+    (slice(None, None, 2),),
+    (slice(None, None, -1),),
+    (slice(3, 0, -2), slice(1, None)),
+    (Ellipsis, 2),
+    (Ellipsis, slice(None, None, -1)),
+    (None, 0, slice(1, 3)),
+    (slice(1, 3), None, Ellipsis),
+    (-1, -2, -3),
+    (0, Ellipsis, None),
+    (slice(-3, None), slice(None, 2), slice(None, None, 3)),
+    (slice(5, 1),),
+    (np.int64(2), slice(0, 4, 3)),
+]
+
+
+@pytest.mark.parametrize("key", KEYS, ids=[repr(k) for k in KEYS])
+def test_getitem_matches_numpy(key):
+    x = np.arange(4 * 5 * 6, dtype=np.float32).reshape(4, 5, 6)
+    got = mx.nd.array(x)[key]
+    want = x[key]
+    assert got.shape == want.shape
+    assert_almost_equal(got, want)
+
+
+@pytest.mark.parametrize("key", KEYS, ids=[repr(k) for k in KEYS])
+def test_setitem_matches_numpy(key):
+    x = np.arange(4 * 5 * 6, dtype=np.float32).reshape(4, 5, 6)
+    shape = x[key].shape
+    for value in (7.5, np.full(shape, -1, np.float32), np.arange(shape[-1] if shape else 1, dtype=np.float32)):
+        if shape == () and np.ndim(value) > 0:
+            value = value.reshape(())[()] if np.size(value) == 1 else 3.0
+        a = mx.nd.array(x)
+        want = x.copy()
+        want[key] = value
+        a[key] = mx.nd.array(value) if isinstance(value, np.ndarray) else value
+        assert_almost_equal(a, want)
+
+
+def test_setitem_casts_and_keeps_storage():
+    a = mx.nd.zeros((3, 4), dtype="int32")
+    before = a
+    a[:, ::2] = mx.nd.array([[1.7, 2.2]], dtype="float64")
+    assert a is before and a.dtype == np.int32
+    assert (a.asnumpy() == np.array([[1, 0, 2, 0]] * 3)).all()
+
+
+def test_setitem_bad_shape_raises():
+    a = mx.nd.zeros((3, 4))
+    a[:, 1:3] = mx.nd.ones((2,))  # (2,) broadcasts to (3, 2)
+    with pytest.raises(ValueError, match=r"from shape \(3, 2\) into shape \(2, 2\)"):
+        a[1:, 1:3] = mx.nd.ones((3, 2))
+    with pytest.raises(IndexError, match="too many indices"):
+        a[0, 0, 0] = 1
+    with pytest.raises(IndexError, match="out of bounds"):
+        a[:, 4] = 1
+    assert (a.asnumpy() == np.array([[0, 1, 1, 0]] * 3)).all()
+
+
+def test_slice_assign_ops_reference_and_errors():
+    x = np.random.rand(4, 5).astype(np.float32)
+    v = np.random.rand(2, 2).astype(np.float32)
+    got = mx.nd._slice_assign(mx.nd.array(x), mx.nd.array(v), begin=(1, None), end=(None, 4), step=(2, 2))
+    want = x.copy()
+    want[1::2, 0:4:2] = v
+    assert_almost_equal(got, want)
+    got = mx.nd._slice_assign_scalar(mx.nd.array(x), scalar=-3, begin=(None, -2), end=(None, None))
+    want = x.copy()
+    want[:, -2:] = -3
+    assert_almost_equal(got, want)
+    with pytest.raises(mx.MXNetError, match=r"_slice_assign: rhs has shape \(3, 3\).*has shape \(2, 2\)"):
+        mx.nd._slice_assign(mx.nd.array(x), mx.nd.ones((3, 3)), begin=(1, None), end=(None, 4), step=(2, 2))
+    with pytest.raises(mx.MXNetError, match="step"):
+        mx.nd._slice_assign_scalar(mx.nd.array(x), scalar=1, begin=(0,), end=(2,), step=(0,))
+
+
+def test_slice_assign_gradients():
+    x = np.random.rand(4, 5)
+    v = np.random.rand(2, 3)
+    kw = dict(begin=(1, 1), end=(3, 4))
+    check_numeric_gradient(lambda a, b: mx.nd._slice_assign(a, b, **kw), [x, v], dtype=np.float64)
+    check_numeric_gradient(lambda a: mx.nd._slice_assign_scalar(a, scalar=2.0, **kw), [x], dtype=np.float64)
+
+
+def test_getitem_is_differentiable():
+    x = mx.nd.array(np.arange(12, dtype=np.float32).reshape(3, 4))
+    x.attach_grad()
+    with mx.autograd.record():
+        y = x[::2, 1::2] * 3
+    y.backward()
+    want = np.zeros((3, 4), np.float32)
+    want[::2, 1::2] = 3
+    assert_almost_equal(x.grad, want)
+
+
+def test_broadcast_like_axes():
+    a = np.random.rand(1, 2, 1).astype(np.float32)
+    b = mx.nd.ones((3, 4, 5, 6))
+    got = mx.nd.broadcast_like(mx.nd.array(a), b, lhs_axes=(0, 2), rhs_axes=(1, -1))
+    assert got.shape == (4, 2, 6)
+    assert_almost_equal(got, np.broadcast_to(a, (4, 2, 6)))
+    # only one of the two: ignored, as in MXNet
+    assert mx.nd.broadcast_like(mx.nd.ones((1, 3)), mx.nd.ones((4, 3)), lhs_axes=(0,)).shape == (4, 3)
+    with pytest.raises(mx.MXNetError, match="lhs axis 1 of shape \\(1, 2, 1\\) has size 2"):
+        mx.nd.broadcast_like(mx.nd.array(a), b, lhs_axes=(1,), rhs_axes=(0,))
+    with pytest.raises(mx.MXNetError, match="same length"):
+        mx.nd.broadcast_like(mx.nd.array(a), b, lhs_axes=(0, 2), rhs_axes=(1,))
+    check_numeric_gradient(lambda x, y: mx.nd.broadcast_like(x, y, lhs_axes=(0, 2), rhs_axes=(1, 3)),
+                           [np.random.rand(1, 2, 1), np.random.rand(3, 4, 5, 6)], grad_nodes=["x"], dtype=np.float64)
+
+
+def test_internal_namespace():
+    x = mx.nd.ones((2, 2))
+    assert_almost_equal(mx.nd._internal._plus_scalar(x, scalar=2), np.full((2, 2), 3))
+    assert_almost_equal(mx.nd._internal._crop_assign_scalar(x, scalar=0, begin=(0,), end=(1,)), [[0, 0], [1, 1]])
+    with pytest.raises(AttributeError):
+        mx.nd._internal._no_such_operator
