@@ -125,3 +125,61 @@ def test_internal_namespace():
     assert_almost_equal(mx.nd._internal._crop_assign_scalar(x, scalar=0, begin=(0,), end=(1,)), [[0, 0], [1, 1]])
     with pytest.raises(AttributeError):
         mx.nd._internal._no_such_operator
+
+
+ADV_KEYS = [
+    [2, 0, 3],
+    np.array([[1, 1], [0, 3]]),
+    ([0, 2], [1, 4]),
+    (np.array([[0], [3]]), np.array([1, 2, 4])),
+    ([1, -1], 2),
+    (1, [0, 4], [5, -6]),
+    np.array([True, False, True, False]),
+    (np.array([True, False, True, False]), [0, 1]),
+]
+
+
+@pytest.mark.parametrize("key", ADV_KEYS, ids=[repr(k) for k in ADV_KEYS])
+def test_advanced_getitem_setitem_match_numpy(key):
+    x = np.arange(4 * 5 * 6, dtype=np.float32).reshape(4, 5, 6)
+    got = mx.nd.array(x)[key]
+    want = x[key]
+    assert got.shape == want.shape
+    assert_almost_equal(got, want)
+    for value in (-7.0, np.arange(want.shape[-1], dtype=np.float32), -np.ones(want.shape, np.float32)):
+        a = mx.nd.array(x)
+        w = x.copy()
+        w[key] = value
+        a[key] = mx.nd.array(value) if isinstance(value, np.ndarray) else value
+        assert_almost_equal(a, w)
+
+
+def test_advanced_index_errors():
+    a = mx.nd.zeros((3, 4))
+    with pytest.raises(IndexError, match="out of bounds for axis 1 with size 4"):
+        a[[0, 1], [1, 4]]
+    with pytest.raises(IndexError, match="could not be broadcast"):
+        a[[0, 1], [1, 2, 3]] = 1
+    with pytest.raises(ValueError, match="could not broadcast input array"):
+        a[[0, 1]] = mx.nd.ones((3, 4))
+
+
+def test_gather_scatter_nd_reference_and_gradients():
+    d = np.random.rand(3, 4, 2)
+    idx = np.array([[0, 2, -1], [1, 3, 0]])
+    got = mx.nd.gather_nd(mx.nd.array(d), mx.nd.array(idx))
+    assert_almost_equal(got, d[idx[0], idx[1]])
+    upd = np.random.rand(3, 2)
+    sc = mx.nd.scatter_nd(mx.nd.array(upd), mx.nd.array(idx), shape=(3, 4, 2))
+    want = np.zeros((3, 4, 2))
+    want[idx[0], idx[1]] = upd
+    assert_almost_equal(sc, want)
+    with pytest.raises(mx.MXNetError, match="gather_nd: index 3 is out of bounds for axis 0 of size 3"):
+        mx.nd.gather_nd(mx.nd.array(d), mx.nd.array([[3], [0]])).wait_to_read()
+    with pytest.raises(mx.MXNetError, match="scatter_nd: data has shape"):
+        mx.nd.scatter_nd(mx.nd.ones((2, 2)), mx.nd.array(idx), shape=(3, 4, 2))
+    dup = np.array([[0, 0, 1]])  # duplicates accumulate in the gradient
+    check_numeric_gradient(lambda x: mx.nd.gather_nd(x, mx.nd.array(dup)), [d], dtype=np.float64)
+    check_numeric_gradient(lambda u: mx.nd.scatter_nd(u, mx.nd.array(idx), shape=(3, 4, 2)), [upd], dtype=np.float64)
+    check_numeric_gradient(lambda lhs, rhs: mx.nd._scatter_set_nd(lhs, rhs, mx.nd.array(idx)), [d, upd],
+                           dtype=np.float64)

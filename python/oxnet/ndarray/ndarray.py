@@ -606,6 +606,58 @@ def _basic_index(shape, key):
     return begin, end, step, tuple(window), tuple(result)
 
 
+def _index_array(k):
+    """An integer/boolean index array as NumPy (from a list, NumPy array or
+    NDArray), or None for anything else."""
+    if isinstance(k, NDArray):
+        k = k.asnumpy()
+    elif isinstance(k, list):
+        k = np.asarray(k)
+    if isinstance(k, np.ndarray) and (k.dtype == np.bool_ or np.issubdtype(k.dtype, np.integer)
+                                      or np.issubdtype(k.dtype, np.floating)):
+        return k
+    return None
+
+
+def _advanced_index(shape, key):
+    """For advanced keys made only of integer arrays, integers and boolean
+    masks (no slices): the (M, Y...) int64 indices for gather_nd /
+    _scatter_set_nd and the result shape Y + shape[M:]; None otherwise."""
+    parts = key if isinstance(key, tuple) else (key,)
+    arrays = []
+    has_array = False
+    for k in parts:
+        if isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
+            arrays.append(np.asarray(k, dtype=np.int64))
+            continue
+        a = _index_array(k)
+        if a is None:
+            return None
+        has_array = True
+        if a.dtype == np.bool_:
+            arrays.extend(np.nonzero(a))
+        else:
+            if np.issubdtype(a.dtype, np.floating):
+                a = a.astype(np.int64)
+            arrays.append(a.astype(np.int64, copy=False))
+    if not has_array:
+        return None
+    if len(arrays) > len(shape):
+        raise IndexError(f"too many indices for array: array is {len(shape)}-dimensional, but {len(arrays)} were indexed")
+    try:
+        arrays = np.broadcast_arrays(*arrays)
+    except ValueError:
+        raise IndexError("shape mismatch: indexing arrays could not be broadcast together with shapes "
+                         + " ".join(str(a.shape) for a in arrays)) from None
+    for ax, a in enumerate(arrays):
+        n = shape[ax]
+        if a.size and (a.min() < -n or a.max() >= n):
+            bad = a[(a < -n) | (a >= n)].flat[0]
+            raise IndexError(f"index {bad} is out of bounds for axis {ax} with size {n}")
+    idx = np.stack(arrays) if arrays[0].ndim else np.stack(arrays).reshape(len(arrays))
+    return idx, tuple(arrays[0].shape) + tuple(shape[len(arrays):])
+
+
 def _getitem(self, key):
     if isinstance(key, integer_types) and not isinstance(key, bool):
         if self.ndim == 0:
@@ -648,7 +700,16 @@ def _getitem(self, key):
         begin, end, step, window, result = basic
         r = _invoke1("slice", [self], {"begin": tuple(begin), "end": tuple(end), "step": tuple(step)})
         return r if window == result else _invoke1("Reshape", [r], {"shape": result})
-    # Advanced indexing mixed with other keys: computed on a host copy (exact
+    # Integer arrays / masks (no slices): gather_nd on the device.
+    adv = _advanced_index(self.shape, key)
+    if adv is not None:
+        idx, result = adv
+        if idx.ndim == 1:
+            idx = idx.reshape(idx.shape[0], 1)
+            r = _invoke1("gather_nd", [self, array(idx, ctx=self.context, dtype="int64")])
+            return r.reshape(result) if result else r.reshape((1,))
+        return _invoke1("gather_nd", [self, array(idx, ctx=self.context, dtype="int64")])
+    # Advanced indexing mixed with slices: computed on a host copy (exact
     # NumPy semantics), then returned as a new array.
     res = self.asnumpy()[key]
     if not isinstance(res, np.ndarray):
@@ -724,7 +785,35 @@ def _setitem(self, key, value):
             value = value.reshape(window)
         _invoke1("_slice_assign", [self, value], attrs, out=self)
         return
-    # Advanced indexing: exact NumPy semantics on a host copy, written back.
+    adv = _advanced_index(self.shape, key)
+    if adv is not None:
+        idx, result = adv
+        if idx.ndim == 1:
+            idx = idx.reshape(idx.shape[0], 1)
+        rows = idx.shape[1:] + tuple(self.shape[idx.shape[0]:])
+        if isinstance(value, NDArray):
+            v = value.astype(self._dtype_name) if value._dtype_name != self._dtype_name else value
+        else:
+            v = array(np.asarray(value, dtype=self._dtype_name), ctx=self.context, dtype=self._dtype_name)
+        if v.shape != result:
+            try:
+                bs = np.broadcast_shapes(v.shape, result)
+            except ValueError:
+                bs = None
+            lead = len(bs) - len(result) if bs is not None else 0
+            if bs is None or bs[lead:] != result or any(d != 1 for d in bs[:lead]):
+                raise ValueError(f"__setitem__: could not broadcast input array from shape {v.shape} into shape {result}")
+            if not result:
+                v = v.reshape((1,))
+            else:
+                if v.ndim > len(result):
+                    v = v.reshape(v.shape[v.ndim - len(result):])
+                v = _invoke1("broadcast_to", [v.reshape((1,) * (len(result) - v.ndim) + v.shape)], {"shape": result})
+        v = v.reshape(rows)
+        _invoke1("_scatter_set_nd", [self, v, array(idx, ctx=self.context, dtype="int64")], out=self)
+        return
+    # Advanced indexing mixed with slices: NumPy semantics on a host copy,
+    # written back.
     host = self.asnumpy()
     if isinstance(value, NDArray):
         value = value.asnumpy()

@@ -1011,6 +1011,251 @@ pub static SCATTER_ADD_ALONG_AXIS: OpDef = OpDef {
     ..OpDef::BASE
 };
 
+// ---------------------------------------------------------------------------
+// gather_nd / scatter_nd (MXNet's advanced indexing)
+// ---------------------------------------------------------------------------
+
+/// `indices` (M, Y...) address the first M axes of `data`: returns
+/// (M, K = prod(Y), inner = prod(data[M..]), output shape Y + data[M..]).
+fn nd_plan(op: &str, data: &[usize], idx: &[usize]) -> Result<(usize, usize, usize, Shape)> {
+    if idx.is_empty() || idx[0] == 0 || idx[0] > data.len() {
+        return Err(Error::Shape(format!(
+            "{op}: indices of shape {} must have a first axis of size 1..={} (the dimensions of data {})",
+            fmt_shape(idx),
+            data.len(),
+            fmt_shape(data)
+        )));
+    }
+    let m = idx[0];
+    let k = numel(&idx[1..]);
+    let inner = numel(&data[m..]);
+    let mut out: Shape = idx[1..].to_vec();
+    out.extend_from_slice(&data[m..]);
+    Ok((m, k, inner, out))
+}
+
+/// Row (in units of `inner`) of each of the K index tuples; negative indices
+/// count from the end, others out of range raise.
+fn nd_rows(op: &str, data: &[usize], idx: &Blob) -> Result<Vec<usize>> {
+    let (m, k, _, _) = nd_plan(op, data, &idx.shape)?;
+    let vals = index_values(idx);
+    let mut rows = vec![0usize; k];
+    for (a, &n) in data[..m].iter().enumerate() {
+        for (y, r) in rows.iter_mut().enumerate() {
+            let v = vals[a * k + y];
+            let j = v as i64;
+            let n_i = n as i64;
+            if v.is_nan() || j < -n_i || j >= n_i {
+                return Err(Error::Index(format!(
+                    "{op}: index {v} is out of bounds for axis {a} of size {n} (data shape {})",
+                    fmt_shape(data)
+                )));
+            }
+            *r = *r * n + j.rem_euclid(n_i) as usize;
+        }
+    }
+    Ok(rows)
+}
+
+struct NdParam {
+    shape: Option<Shape>,
+}
+
+fn parse_nd(op: &str, a: &super::attrs::Attrs, need_shape: bool) -> Result<NdParam> {
+    let shape = a.p(op).shape("shape")?;
+    if need_shape && shape.is_none() {
+        return Err(Error::Param(format!(
+            "{op}: required argument 'shape' is missing"
+        )));
+    }
+    Ok(NdParam { shape })
+}
+
+fn nd_shape_attr(c: &OpCall) -> Vec<(&'static str, String)> {
+    match &c.p::<NdParam>().shape {
+        Some(s) => vec![("shape", super::attrs::shape_attr(s))],
+        None => vec![],
+    }
+}
+
+/// Check that `data` has the shape the indices select from `shape`.
+fn nd_check_data(op: &str, shape: &[usize], idx: &[usize], data: &[usize]) -> Result<()> {
+    let (_, _, _, want) = nd_plan(op, shape, idx)?;
+    if want != data {
+        return Err(Error::Shape(format!(
+            "{op}: data has shape {}, indices {} on shape {} select {}",
+            fmt_shape(data),
+            fmt_shape(idx),
+            fmt_shape(shape),
+            fmt_shape(&want)
+        )));
+    }
+    Ok(())
+}
+
+pub static GATHER_ND: OpDef = OpDef {
+    name: "gather_nd",
+    doc: "out[y, ...] = data[indices[0, y], ..., indices[M-1, y], ...] for indices of shape (M, Y...); \
+          output shape Y + data.shape[M:]. Negative indices count from the end.",
+    inputs: &["data", "indices"],
+    parse: |a| Ok(Box::new(parse_nd("gather_nd", a, false)?)),
+    infer_shape: |c, ins, outs| {
+        if let (Some(d), Some(i)) = (&ins[0], &ins[1]) {
+            outs[0] = Some(nd_plan(c.name(), d, i)?.3);
+        }
+        Ok(())
+    },
+    infer_type: |_, ins, outs| {
+        fill_index_type(ins, 1);
+        outs[0] = ins[0];
+        Ok(())
+    },
+    cpu: Some(|c, i, o, _| {
+        let (d, ib, y) = (&i[0], &i[1], &o[0]);
+        let (_, _, inner, _) = nd_plan(c.name(), &d.shape, &ib.shape)?;
+        let rows = nd_rows(c.name(), &d.shape, ib)?;
+        dispatch_dtype!(d.dtype, T => {
+            let (dv, yv) = (d.data::<T>(), y.data_mut::<T>());
+            for (r, dst) in rows.iter().zip(yv.chunks_mut(inner.max(1))) {
+                dst.copy_from_slice(&dv[r * inner..(r + 1) * inner]);
+            }
+        });
+        Ok(())
+    }),
+    grad: Some(|_, b, x, _, g| {
+        let gd = b.op1("_backward_gather_nd_like", &[], &[g[0], x[1], x[0]])?;
+        Ok(vec![Some(gd), None])
+    }),
+    ..OpDef::BASE
+};
+
+/// Scatter `data` rows into zeros of `shape` (add: accumulate duplicates).
+fn scatter_rows(c: &OpCall, data: &Blob, idx: &Blob, y: &Blob, add: bool) -> Result<()> {
+    let (_, _, inner, _) = nd_plan(c.name(), &y.shape, &idx.shape)?;
+    let rows = nd_rows(c.name(), &y.shape, idx)?;
+    dispatch_dtype!(y.dtype, T => {
+        let (dv, yv) = (data.data::<T>(), y.data_mut::<T>());
+        for (k, &r) in rows.iter().enumerate() {
+            let src = &dv[k * inner..(k + 1) * inner];
+            let dst = &mut yv[r * inner..(r + 1) * inner];
+            if add {
+                for (t, s) in dst.iter_mut().zip(src) {
+                    *t = T::from_f64(t.to_f64() + s.to_f64());
+                }
+            } else {
+                dst.copy_from_slice(src);
+            }
+        }
+    });
+    Ok(())
+}
+
+pub static SCATTER_ND: OpDef = OpDef {
+    name: "scatter_nd",
+    doc: "Zeros of `shape` with out[indices[0, y], ..., indices[M-1, y], ...] = data[y, ...] \
+          (the inverse of gather_nd; with duplicate indices the last write wins).",
+    inputs: &["data", "indices"],
+    parse: |a| Ok(Box::new(parse_nd("scatter_nd", a, true)?)),
+    infer_shape: |c, ins, outs| {
+        let shape = c.p::<NdParam>().shape.clone().unwrap_or_default();
+        if let (Some(d), Some(i)) = (&ins[0], &ins[1]) {
+            nd_check_data(c.name(), &shape, i, d)?;
+        }
+        outs[0] = Some(shape);
+        Ok(())
+    },
+    infer_type: |_, ins, outs| {
+        fill_index_type(ins, 1);
+        outs[0] = ins[0];
+        Ok(())
+    },
+    cpu: Some(|c, i, o, _| {
+        o[0].bytes_mut().fill(0);
+        scatter_rows(c, &i[0], &i[1], &o[0], false)
+    }),
+    grad: Some(|_, b, x, _, g| Ok(vec![Some(b.op1("gather_nd", &[], &[g[0], x[1]])?), None])),
+    ..OpDef::BASE
+};
+
+/// Internal: the gradient of gather_nd — zeros shaped like `like` with
+/// `data` added at the indexed rows (duplicates accumulate).
+pub static BACKWARD_GATHER_ND_LIKE: OpDef = OpDef {
+    name: "_backward_gather_nd_like",
+    doc: "Zeros shaped like `like` with data added at the rows gather_nd reads (duplicates accumulate).",
+    inputs: &["data", "indices", "like"],
+    parse: |_| Ok(Box::new(NdParam { shape: None })),
+    infer_shape: |c, ins, outs| {
+        if let (Some(d), Some(i), Some(l)) = (&ins[0], &ins[1], &ins[2]) {
+            nd_check_data(c.name(), l, i, d)?;
+            outs[0] = Some(l.clone());
+        }
+        Ok(())
+    },
+    infer_type: |_, ins, outs| {
+        fill_index_type(ins, 1);
+        outs[0] = ins[0];
+        Ok(())
+    },
+    cpu: Some(|c, i, o, _| {
+        o[0].bytes_mut().fill(0);
+        scatter_rows(c, &i[0], &i[1], &o[0], true)
+    }),
+    grad: Some(|_, b, x, _, g| Ok(vec![Some(b.op1("gather_nd", &[], &[g[0], x[1]])?), None, None])),
+    ..OpDef::BASE
+};
+
+/// `lhs` with the rows addressed by `indices` set to `rhs` (MXNet's
+/// `_scatter_set_nd`, used by `a[idx_array] = v`; works in place with out=lhs).
+pub static SCATTER_SET_ND: OpDef = OpDef {
+    name: "_scatter_set_nd",
+    doc: "lhs with out[indices[0, y], ..., indices[M-1, y], ...] = rhs[y, ...]; `shape` (optional) must be lhs's shape.",
+    inputs: &["lhs", "rhs", "indices"],
+    parse: |a| Ok(Box::new(parse_nd("_scatter_set_nd", a, false)?)),
+    infer_shape: |c, ins, outs| {
+        if let (Some(l), Some(r), Some(i)) = (&ins[0], &ins[1], &ins[2]) {
+            if let Some(s) = &c.p::<NdParam>().shape {
+                if s != l {
+                    return Err(Error::Shape(format!(
+                        "_scatter_set_nd: shape {} differs from lhs shape {}",
+                        fmt_shape(s),
+                        fmt_shape(l)
+                    )));
+                }
+            }
+            nd_check_data(c.name(), l, i, r)?;
+            outs[0] = Some(l.clone());
+        }
+        Ok(())
+    },
+    infer_type: |_, ins, outs| {
+        fill_index_type(ins, 2);
+        if let (Some(a), Some(b)) = (ins[0], ins[1]) {
+            if a != b {
+                return Err(Error::DType(format!(
+                    "_scatter_set_nd: rhs dtype {} differs from lhs dtype {}",
+                    b.name(),
+                    a.name()
+                )));
+            }
+        }
+        outs[0] = ins[0];
+        Ok(())
+    },
+    cpu: Some(|c, i, o, _| {
+        if i[0].raw_ptr() != o[0].raw_ptr() {
+            o[0].bytes_mut().copy_from_slice(i[0].bytes());
+        }
+        scatter_rows(c, &i[1], &i[2], &o[0], false)
+    }),
+    grad: Some(|c, b, x, _, g| {
+        let z = b.op1("zeros_like", &[], &[x[1]])?;
+        let gl = b.op1("_scatter_set_nd", &nd_shape_attr(c), &[g[0], z, x[2]])?;
+        let gr = b.op1("gather_nd", &[], &[g[0], x[2]])?;
+        Ok(vec![Some(gl), Some(gr), None])
+    }),
+    ..OpDef::BASE
+};
+
 pub static OPS: &[&OpDef] = &[
     &TAKE,
     &TAKE_GRAD,
@@ -1022,6 +1267,10 @@ pub static OPS: &[&OpDef] = &[
     &ARGSORT,
     &GATHER_ALONG_AXIS,
     &SCATTER_ADD_ALONG_AXIS,
+    &GATHER_ND,
+    &SCATTER_ND,
+    &BACKWARD_GATHER_ND_LIKE,
+    &SCATTER_SET_ND,
 ];
 
 #[cfg(test)]
