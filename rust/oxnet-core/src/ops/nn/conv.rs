@@ -860,30 +860,6 @@ impl Implicit {
     }
 }
 
-/// Weights (Cout, Cin/g, taps) repacked per group and tap as (Cin/g, Cout/g)
-/// rows, or (Cout/g, Cin/g) when `by_out`, each block contiguous.
-fn pack_taps<T: GemmT>(g: &Geo, w: &[T], by_out: bool) -> Vec<T> {
-    let (cin_g, cout_g, kk) = (g.cin_g(), g.cout_g(), g.kk());
-    let mut p = vec![T::from_f64(0.0); g.g * kk * cin_g * cout_g];
-    for gi in 0..g.g {
-        for o in 0..cout_g {
-            for ci in 0..cin_g {
-                for t in 0..kk {
-                    let v = w[((gi * cout_g + o) * cin_g + ci) * kk + t];
-                    let blk = (gi * kk + t) * cin_g * cout_g;
-                    let at = if by_out {
-                        o * cin_g + ci
-                    } else {
-                        ci * cout_g + o
-                    };
-                    p[blk + at] = v;
-                }
-            }
-        }
-    }
-    p
-}
-
 /// Run `f(image, scratch)` for every image, in parallel over images when
 /// there are several (each GEMM then runs on one thread).
 fn for_images<S: Send>(
@@ -909,11 +885,6 @@ pub fn conv_fwd<T: GemmT>(g: &Geo, x: &[T], w: &[T], y: &mut [T]) {
     let per_img = g.flops() / g.n.max(1);
     if g.stride1() {
         let im = Implicit::new(g);
-        // Per tap, the product is computed transposed (pixels x Cout): the
-        // GEMM's long, contiguous dimension is then the pixel one, which the
-        // `gemm` crate's kernels handle ~25% faster than Cout rows; weights are
-        // packed once per tap as (Cin, Cout).
-        let wt = pack_taps(g, w, false);
         let init = || {
             (
                 vec![T::from_f64(0.0); g.cin * im.lp],
@@ -927,18 +898,18 @@ pub fn conv_fwd<T: GemmT>(g: &Geo, x: &[T], w: &[T], y: &mut [T]) {
                 for (t, &off) in im.offs.iter().enumerate() {
                     unsafe {
                         mm(
-                            im.nv,
                             cout_g,
+                            im.nv,
                             cin_g,
                             yv.as_mut_ptr().add(gi * cout_g * im.nv),
-                            1,
                             im.nv as isize,
-                            t > 0,
-                            xp.as_ptr().add(gi * cin_g * im.lp + off),
                             1,
+                            t > 0,
+                            w.as_ptr().add(gi * cout_g * cin_g * kk + t),
+                            (cin_g * kk) as isize,
+                            kk as isize,
+                            xp.as_ptr().add(gi * cin_g * im.lp + off),
                             im.lp as isize,
-                            wt.as_ptr().add((gi * kk + t) * cin_g * cout_g),
-                            cout_g as isize,
                             1,
                             par,
                         )
@@ -988,8 +959,6 @@ pub fn conv_bwd_data<T: GemmT>(g: &Geo, dy: &[T], w: &[T], dx: &mut [T]) {
     let per_img = g.flops() / g.n.max(1);
     if g.stride1() {
         let im = Implicit::new(g);
-        // Transposed per tap as in conv_fwd: (pixels x Cin) += dy^T . w_t.
-        let wt = pack_taps(g, w, true);
         let init = || {
             (
                 vec![T::from_f64(0.0); g.cin * im.lp],
@@ -1004,18 +973,18 @@ pub fn conv_bwd_data<T: GemmT>(g: &Geo, dy: &[T], w: &[T], dx: &mut [T]) {
                 for (t, &off) in im.offs.iter().enumerate() {
                     unsafe {
                         mm(
-                            im.nv,
                             cin_g,
+                            im.nv,
                             cout_g,
                             xp.as_mut_ptr().add(gi * cin_g * im.lp + off),
-                            1,
                             im.lp as isize,
-                            true,
-                            yv.as_ptr().add(gi * cout_g * im.nv),
                             1,
+                            true,
+                            w.as_ptr().add(gi * cout_g * cin_g * kk + t),
+                            kk as isize,
+                            (cin_g * kk) as isize,
+                            yv.as_ptr().add(gi * cout_g * im.nv),
                             im.nv as isize,
-                            wt.as_ptr().add((gi * kk + t) * cin_g * cout_g),
-                            cin_g as isize,
                             1,
                             par,
                         )
