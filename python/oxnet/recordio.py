@@ -281,15 +281,46 @@ def unpack(s):
     return header, s
 
 
+def _stored_channels(buf):
+    """Channels stored in JPEG or PNG bytes (1 gray, 2 gray+alpha, 3 color,
+    4 color+alpha), or None when the header cannot be read."""
+    b = bytes(buf[:1 << 16])
+    if b[:8] == b"\x89PNG\r\n\x1a\n" and len(b) >= 26:
+        return {0: 1, 2: 3, 3: 3, 4: 2, 6: 4}.get(b[25])
+    if b[:2] == b"\xff\xd8":
+        i = 2
+        while i + 9 < len(b):
+            if b[i] != 0xFF:
+                return None
+            marker = b[i + 1]
+            if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
+                i += 2
+                continue
+            if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+                return b[i + 9]
+            i += 2 + int.from_bytes(b[i + 2:i + 4], "big")
+    return None
+
+
 def unpack_img(s, iscolor=-1):
     """Unpack an image record into (IRHeader, image as a NumPy uint8 array).
 
     The image is in OpenCV's layout, as MXNet returns it: (h, w, 3) in BGR
-    order for ``iscolor`` 1 or -1, (h, w) for ``iscolor`` 0 (grayscale).
+    order for ``iscolor`` 1, (h, w) for ``iscolor`` 0 (grayscale), and for
+    -1 (OpenCV's "unchanged") (h, w) when the stored image is grayscale,
+    (h, w, 3) BGR otherwise. Images with an alpha channel raise ValueError
+    with -1 (the alpha plane is not decoded).
     """
     header, s = unpack(s)
     if iscolor not in (-1, 0, 1):
         raise ValueError("unpack_img: iscolor=%r is not supported (-1, 0 or 1)" % (iscolor,))
+    if iscolor == -1:
+        ch = _stored_channels(s)
+        if ch in (2, 4):
+            raise ValueError("unpack_img: iscolor=-1 keeps an alpha channel, which oxnet does not decode; "
+                             "pass iscolor=1 (BGR) or 0 (gray)")
+        if ch == 1:
+            iscolor = 0
     flag = 0 if iscolor == 0 else 1
     data, shape = _native.imdecode_bytes(bytes(s), flag, False)
     img = np.frombuffer(data, dtype=np.uint8).reshape(shape)

@@ -259,3 +259,26 @@ def test_random_bytes_never_crash(tmp_path):
             if s is None:
                 break
         r.close()
+
+
+def test_unpack_img_unchanged_keeps_stored_channels(tmp_path):
+    import io as _io
+
+    from PIL import Image
+
+    imgs = os.path.join(os.path.dirname(__file__), "..", "data", "images")
+    h = mx.recordio.IRHeader(0, 1.0, 0, 0)
+    for name, gray in (("camera_gray_512x512.jpg", True), ("hubble_800x600_progressive.jpg", False),
+                       ("chelsea_120x80.png", False)):
+        with open(os.path.join(imgs, name), "rb") as f:
+            rec = mx.recordio.pack(h, f.read())
+        _, same = mx.recordio.unpack_img(rec, iscolor=-1)
+        _, want = mx.recordio.unpack_img(rec, iscolor=0 if gray else 1)
+        assert same.shape == want.shape and (same.ndim == 2) == gray, name
+        np.testing.assert_array_equal(same, want)
+    buf = _io.BytesIO()
+    Image.new("RGBA", (4, 3), (1, 2, 3, 4)).save(buf, format="PNG")
+    rec = mx.recordio.pack(h, buf.getvalue())
+    with pytest.raises(ValueError, match="alpha"):
+        mx.recordio.unpack_img(rec, iscolor=-1)
+    assert mx.recordio.unpack_img(rec, iscolor=1)[1].shape == (3, 4, 3)
