@@ -1,7 +1,8 @@
 //! Pooling (max / avg / sum / lp; 1-D, 2-D, 3-D; channel-first or
 //! channel-last) and UpSampling (nearest).
 use super::{fill_shape, infer_float_same};
-use crate::base::{fmt_shape, Shape};
+use crate::base::dtype::Elem;
+use crate::base::{fmt_shape, DType, Shape};
 use crate::error::{Error, Result};
 use crate::ndarray::Blob;
 use crate::ops::attrs::Attrs;
@@ -317,6 +318,155 @@ fn pool_bwd(g: &PGeo, pp: &PoolParam, dy: &[f64], x: &[f64], y: &[f64]) -> Vec<f
     dx
 }
 
+/// The fast path: max / avg / sum pooling on channel-first float32 or
+/// float64 data, computed in place on the typed buffers (no f64 copies, no
+/// per-window iterator objects), in parallel over planes. Results equal the
+/// reference path's up to float rounding of sums.
+fn fast_path(pp: &PoolParam, dt: DType) -> bool {
+    !pp.channel_last && pp.pool_type != PoolType::Lp && matches!(dt, DType::F32 | DType::F64)
+}
+
+/// Window bounds of every output position along the three axes.
+fn wins3(g: &PGeo) -> [Vec<(usize, usize, usize)>; 3] {
+    std::array::from_fn(|ax| {
+        (0..g.ys[ax])
+            .map(|o| win(o, g.k[ax], g.s[ax], g.p[ax], g.xs[ax]))
+            .collect()
+    })
+}
+
+fn divisor(pp: &PoolParam, w: [(usize, usize, usize); 3]) -> f64 {
+    if pp.count_include_pad {
+        (w[0].2 * w[1].2 * w[2].2) as f64
+    } else {
+        ((w[0].1 - w[0].0) * (w[1].1 - w[1].0) * (w[2].1 - w[2].0)) as f64
+    }
+}
+
+fn pool_fwd_fast<T: Elem + PartialOrd + std::ops::Add<Output = T>>(
+    g: &PGeo,
+    pp: &PoolParam,
+    x: &[T],
+    y: &mut [T],
+) {
+    let [xd, xh, xw] = g.xs;
+    let xsz = xd * xh * xw;
+    let ysz: usize = g.ys.iter().product();
+    let ws = wins3(g);
+    par_chunks_mut(y, ysz.max(1), |pl, yp| {
+        let xp = &x[pl * xsz..(pl + 1) * xsz];
+        let mut oi = 0;
+        for &wd in &ws[0] {
+            for &wh in &ws[1] {
+                for &ww in &ws[2] {
+                    let v = match pp.pool_type {
+                        PoolType::Max => {
+                            let mut m = T::from_f64(f64::NEG_INFINITY);
+                            for i in wd.0..wd.1 {
+                                for j in wh.0..wh.1 {
+                                    let row = &xp[(i * xh + j) * xw..][ww.0..ww.1];
+                                    for &v in row {
+                                        // f64::max semantics: NaN loses.
+                                        #[allow(clippy::eq_op)]
+                                        if v > m || m != m {
+                                            m = v;
+                                        }
+                                    }
+                                }
+                            }
+                            m
+                        }
+                        _ => {
+                            let mut acc = T::from_f64(0.0);
+                            for i in wd.0..wd.1 {
+                                for j in wh.0..wh.1 {
+                                    for &v in &xp[(i * xh + j) * xw..][ww.0..ww.1] {
+                                        acc = acc + v;
+                                    }
+                                }
+                            }
+                            if pp.pool_type == PoolType::Avg {
+                                let div = divisor(pp, [wd, wh, ww]);
+                                T::from_f64(if div > 0.0 { acc.to_f64() / div } else { 0.0 })
+                            } else {
+                                acc
+                            }
+                        }
+                    };
+                    yp[oi] = v;
+                    oi += 1;
+                }
+            }
+        }
+    });
+}
+
+fn pool_bwd_fast<T: Elem + PartialOrd + std::ops::Add<Output = T>>(
+    g: &PGeo,
+    pp: &PoolParam,
+    dy: &[T],
+    x: &[T],
+    dx: &mut [T],
+) {
+    let [xd, xh, xw] = g.xs;
+    let xsz = xd * xh * xw;
+    let ysz: usize = g.ys.iter().product();
+    let ws = wins3(g);
+    par_chunks_mut(dx, xsz.max(1), |pl, dp| {
+        dp.fill(T::from_f64(0.0));
+        let xp = &x[pl * xsz..(pl + 1) * xsz];
+        let gp = &dy[pl * ysz..(pl + 1) * ysz];
+        let mut oi = 0;
+        for &wd in &ws[0] {
+            for &wh in &ws[1] {
+                for &ww in &ws[2] {
+                    let gv = gp[oi];
+                    oi += 1;
+                    match pp.pool_type {
+                        PoolType::Max => {
+                            // The first maximum takes the gradient.
+                            let mut best: Option<(usize, T)> = None;
+                            for i in wd.0..wd.1 {
+                                for j in wh.0..wh.1 {
+                                    let r0 = (i * xh + j) * xw;
+                                    for k in ww.0..ww.1 {
+                                        let v = xp[r0 + k];
+                                        if best.map(|(_, b)| v > b).unwrap_or(true) {
+                                            best = Some((r0 + k, v));
+                                        }
+                                    }
+                                }
+                            }
+                            if let Some((i, _)) = best {
+                                dp[i] = dp[i] + gv;
+                            }
+                        }
+                        _ => {
+                            let gv = if pp.pool_type == PoolType::Avg {
+                                let div = divisor(pp, [wd, wh, ww]);
+                                if div > 0.0 {
+                                    T::from_f64(gv.to_f64() / div)
+                                } else {
+                                    continue;
+                                }
+                            } else {
+                                gv
+                            };
+                            for i in wd.0..wd.1 {
+                                for j in wh.0..wh.1 {
+                                    for d in &mut dp[(i * xh + j) * xw..][ww.0..ww.1] {
+                                        *d = *d + gv;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    });
+}
+
 /// Channel-first f64 copy of a blob's data (N, C, spatial...).
 fn cf_f64(b: &Blob, last: bool) -> Vec<f64> {
     let v = super::to_f64_vec(b);
@@ -354,6 +504,10 @@ pub static POOLING: OpDef = OpDef {
     cpu: Some(|c, i, o, _| {
         let pp = c.p::<PoolParam>();
         let (g, _) = pool_geo(pp, &i[0].shape, "Pooling")?;
+        if fast_path(pp, i[0].dtype) {
+            crate::dispatch_float!(i[0].dtype, T => pool_fwd_fast(&g, pp, i[0].data::<T>(), o[0].data_mut::<T>()));
+            return Ok(());
+        }
         let x = cf_f64(&i[0], pp.channel_last);
         store_cf(&o[0], pool_fwd(&g, pp, &x), pp.channel_last);
         Ok(())
@@ -386,6 +540,16 @@ pub static BACKWARD_POOLING: OpDef = OpDef {
     cpu: Some(|c, i, o, _: &KernelCtx| {
         let pp = c.p::<PoolParam>();
         let (g, _) = pool_geo(pp, &i[1].shape, "_backward_Pooling")?;
+        if fast_path(pp, i[1].dtype) {
+            crate::dispatch_float!(i[1].dtype, T => pool_bwd_fast(
+                &g,
+                pp,
+                i[0].data::<T>(),
+                i[1].data::<T>(),
+                o[0].data_mut::<T>()
+            ));
+            return Ok(());
+        }
         let (dy, x, y) = (
             cf_f64(&i[0], pp.channel_last),
             cf_f64(&i[1], pp.channel_last),
