@@ -447,8 +447,12 @@ impl Geo {
     fn flops(&self) -> usize {
         2 * self.n * self.cout * self.cin_g() * self.kk() * self.ysz()
     }
+    /// The implicit-GEMM formulation (stride 1): one GEMM per kernel tap
+    /// with K = channels per group. With few channels those GEMMs are too
+    /// thin (LeNet's first layer would run 25 products with K = 1), so
+    /// im2col (K = channels x taps) is used below 32 channels.
     fn stride1(&self) -> bool {
-        self.s == [1, 1, 1]
+        self.s == [1, 1, 1] && self.cin_g() >= 32 && self.cout_g() >= 32
     }
 }
 
