@@ -129,7 +129,9 @@ impl Erf for f64 {
 #[allow(clippy::excessive_precision)]
 pub(crate) fn fast_expf(x: f32) -> f32 {
     let x = x.clamp(-87.0, 88.0);
-    let n = (x * std::f32::consts::LOG2_E).round();
+    // Round to nearest with the 1.5 * 2^23 trick (|t| < 2^22): no libm call,
+    // so the loop vectorises.
+    let n = (x * std::f32::consts::LOG2_E + 12_582_912.0) - 12_582_912.0;
     let r = x - n * 0.693_145_751_953_125 - n * 1.428_606_820_309_417_2e-6;
     let p = 1.0
         + r * (1.0

@@ -679,6 +679,15 @@ fn conv_infer_common(
 // Convolution core (channel-first, one dtype)
 // ---------------------------------------------------------------------------
 
+/// Outputs ow in [lo, hi) whose input column ow + off lies in [0, xw)
+/// (stride 1 along the row).
+#[inline]
+fn stride1_range(off: isize, yw: usize, xw: usize) -> (usize, usize) {
+    let lo = (-off).clamp(0, yw as isize) as usize;
+    let hi = (xw as isize - off).clamp(lo as isize, yw as isize) as usize;
+    (lo, hi)
+}
+
 /// Column matrix of one image and group: col[(ci*KK + t) * P + q].
 fn im2col<T: GemmT>(g: &Geo, x: &[T], col: &mut [T]) {
     let [kd, kh, kw] = g.k;
@@ -708,13 +717,13 @@ fn im2col<T: GemmT>(g: &Geo, x: &[T], col: &mut [T]) {
                             let src = &xc[(id as usize * xh + ih as usize) * xw..][..xw];
                             let off = (cc * g.d[2]) as isize - g.p[2] as isize;
                             if g.s[2] == 1 {
-                                for (ow, o) in dst.iter_mut().enumerate() {
-                                    let iw = ow as isize + off;
-                                    *o = if iw >= 0 && iw < xw as isize {
-                                        src[iw as usize]
-                                    } else {
-                                        zero
-                                    };
+                                // Valid outputs [lo, hi) read src[lo + off ..]: one copy.
+                                let (lo, hi) = stride1_range(off, yw, xw);
+                                dst[..lo].fill(zero);
+                                dst[hi..].fill(zero);
+                                if hi > lo {
+                                    let s0 = (lo as isize + off) as usize;
+                                    dst[lo..hi].copy_from_slice(&src[s0..s0 + hi - lo]);
                                 }
                             } else {
                                 for (ow, o) in dst.iter_mut().enumerate() {
@@ -760,6 +769,18 @@ fn col2im<T: GemmT>(g: &Geo, col: &[T], x: &mut [T]) {
                             }
                             let dst = &mut xc[(id as usize * xh + ih as usize) * xw..][..xw];
                             let off = (cc * g.d[2]) as isize - g.p[2] as isize;
+                            if g.s[2] == 1 {
+                                let (lo, hi) = stride1_range(off, yw, xw);
+                                if hi > lo {
+                                    let d0 = (lo as isize + off) as usize;
+                                    for (d, &v) in
+                                        dst[d0..d0 + hi - lo].iter_mut().zip(&src[lo..hi])
+                                    {
+                                        *d += v;
+                                    }
+                                }
+                                continue;
+                            }
                             for (ow, &v) in src.iter().enumerate() {
                                 let iw = (ow * g.s[2]) as isize + off;
                                 if iw >= 0 && iw < xw as isize {
