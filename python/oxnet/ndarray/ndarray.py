@@ -735,6 +735,32 @@ def _fill_view(view, value):
         view._write_from(np.ascontiguousarray(src))
 
 
+def _setitem_value(self, value, result):
+    """``value`` (NDArray, NumPy array, list) as an NDArray of this array's
+    dtype broadcast, with NumPy's rules, to the indexed ``result`` shape
+    (shape (1,) when ``result`` is ())."""
+    if not isinstance(value, NDArray):
+        value = array(np.asarray(value, dtype=self._dtype_name), ctx=self.context, dtype=self._dtype_name)
+    elif value._dtype_name != self._dtype_name:
+        value = value.astype(self._dtype_name)
+    if value.shape == result:
+        return value
+    try:
+        bs = np.broadcast_shapes(value.shape, result)
+    except ValueError:
+        bs = None
+    lead = len(bs) - len(result) if bs is not None else 0
+    if bs is None or bs[lead:] != result or any(d != 1 for d in bs[:lead]):
+        raise ValueError(f"__setitem__: could not broadcast input array from shape {value.shape} into shape {result}")
+    if not result:
+        return value.reshape((1,))
+    if value.ndim > len(result):
+        value = value.reshape(value.shape[value.ndim - len(result):])
+    if value.shape == result:
+        return value
+    return _invoke1("broadcast_to", [value.reshape((1,) * (len(result) - value.ndim) + value.shape)], {"shape": result})
+
+
 def _setitem(self, key, value):
     if isinstance(key, slice) and key == slice(None):
         _fill_view(self, value)
@@ -760,27 +786,7 @@ def _setitem(self, key, value):
             attrs["scalar"] = float(value)
             _invoke1("_slice_assign_scalar", [self], attrs, out=self)
             return
-        if not isinstance(value, NDArray):
-            value = array(np.asarray(value, dtype=self._dtype_name), ctx=self.context, dtype=self._dtype_name)
-        elif value._dtype_name != self._dtype_name:
-            value = value.astype(self._dtype_name)
-        # NumPy semantics: value broadcasts against the indexed result shape,
-        # which has the window's elements.
-        if value.shape != result:
-            try:
-                bs = np.broadcast_shapes(value.shape, result)
-            except ValueError:
-                bs = None
-            lead = len(bs) - len(result) if bs is not None else 0
-            if bs is None or bs[lead:] != result or any(d != 1 for d in bs[:lead]):
-                raise ValueError(
-                    f"__setitem__: could not broadcast input array from shape {value.shape} into shape {result}"
-                )
-            if value.ndim > len(result):
-                value = value.reshape(value.shape[value.ndim - len(result):])
-            if value.shape != result:
-                value = _invoke1("broadcast_to", [value.reshape((1,) * (len(result) - value.ndim) + value.shape)],
-                                 {"shape": result})
+        value = _setitem_value(self, value, result)
         if value.shape != window:
             value = value.reshape(window)
         _invoke1("_slice_assign", [self, value], attrs, out=self)
@@ -791,24 +797,7 @@ def _setitem(self, key, value):
         if idx.ndim == 1:
             idx = idx.reshape(idx.shape[0], 1)
         rows = idx.shape[1:] + tuple(self.shape[idx.shape[0]:])
-        if isinstance(value, NDArray):
-            v = value.astype(self._dtype_name) if value._dtype_name != self._dtype_name else value
-        else:
-            v = array(np.asarray(value, dtype=self._dtype_name), ctx=self.context, dtype=self._dtype_name)
-        if v.shape != result:
-            try:
-                bs = np.broadcast_shapes(v.shape, result)
-            except ValueError:
-                bs = None
-            lead = len(bs) - len(result) if bs is not None else 0
-            if bs is None or bs[lead:] != result or any(d != 1 for d in bs[:lead]):
-                raise ValueError(f"__setitem__: could not broadcast input array from shape {v.shape} into shape {result}")
-            if not result:
-                v = v.reshape((1,))
-            else:
-                if v.ndim > len(result):
-                    v = v.reshape(v.shape[v.ndim - len(result):])
-                v = _invoke1("broadcast_to", [v.reshape((1,) * (len(result) - v.ndim) + v.shape)], {"shape": result})
+        v = _setitem_value(self, value, result)
         v = v.reshape(rows)
         _invoke1("_scatter_set_nd", [self, v, array(idx, ctx=self.context, dtype="int64")], out=self)
         return

@@ -95,6 +95,18 @@ fn fill_index_type(ins: &mut [Option<DType>], k: usize) {
     }
 }
 
+/// Inputs (data, index, ...): the index defaults to float32, the output has
+/// the data's dtype.
+fn data_index_type(
+    _: &OpCall,
+    ins: &mut [Option<DType>],
+    outs: &mut [Option<DType>],
+) -> Result<()> {
+    fill_index_type(ins, 1);
+    outs[0] = ins[0];
+    Ok(())
+}
+
 // ---------------------------------------------------------------------------
 // take
 // ---------------------------------------------------------------------------
@@ -932,11 +944,7 @@ pub static GATHER_ALONG_AXIS: OpDef = OpDef {
         }
         Ok(())
     },
-    infer_type: |_, ins, outs| {
-        fill_index_type(ins, 1);
-        outs[0] = ins[0];
-        Ok(())
-    },
+    infer_type: data_index_type,
     cpu: Some(|c, i, o, _| {
         let (d, ib, y) = (&i[0], &i[1], &o[0]);
         let (dims, k) = along_plan(c.name(), &d.shape, &ib.shape, *c.p::<Option<i64>>())?;
@@ -1105,11 +1113,7 @@ pub static GATHER_ND: OpDef = OpDef {
         }
         Ok(())
     },
-    infer_type: |_, ins, outs| {
-        fill_index_type(ins, 1);
-        outs[0] = ins[0];
-        Ok(())
-    },
+    infer_type: data_index_type,
     cpu: Some(|c, i, o, _| {
         let (d, ib, y) = (&i[0], &i[1], &o[0]);
         let (_, _, inner, _) = nd_plan(c.name(), &d.shape, &ib.shape)?;
@@ -1164,11 +1168,7 @@ pub static SCATTER_ND: OpDef = OpDef {
         outs[0] = Some(shape);
         Ok(())
     },
-    infer_type: |_, ins, outs| {
-        fill_index_type(ins, 1);
-        outs[0] = ins[0];
-        Ok(())
-    },
+    infer_type: data_index_type,
     cpu: Some(|c, i, o, _| {
         o[0].bytes_mut().fill(0);
         scatter_rows(c, &i[0], &i[1], &o[0], false)
@@ -1191,11 +1191,7 @@ pub static BACKWARD_GATHER_ND_LIKE: OpDef = OpDef {
         }
         Ok(())
     },
-    infer_type: |_, ins, outs| {
-        fill_index_type(ins, 1);
-        outs[0] = ins[0];
-        Ok(())
-    },
+    infer_type: data_index_type,
     cpu: Some(|c, i, o, _| {
         o[0].bytes_mut().fill(0);
         scatter_rows(c, &i[0], &i[1], &o[0], true)
