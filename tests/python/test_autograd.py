@@ -193,3 +193,28 @@ def test_detach_and_errors():
         mx.nd.array([1.0]).backward()
     with pytest.raises(ValueError):
         x.attach_grad(grad_req="sometimes")
+
+
+def test_second_order_graphs_are_freed():
+    # grad(create_graph=True) links gradients to the tape; once the arrays are
+    # gone every buffer must return to the pool (no reference cycle keeps
+    # them alive).
+    import gc
+
+    gc.collect()
+    mx.nd.waitall()
+    base = mx.storage.stats()["bytes_in_use"]
+    x = mx.nd.ones((300, 300))
+    x.attach_grad()
+    for _ in range(5):
+        with mx.autograd.record():
+            y = (x * x * x).sum()
+            g = mx.autograd.grad(y, [x], create_graph=True)[0]
+            z = (g * g).sum()
+        z.backward()
+    mx.nd.waitall()
+    assert np.allclose(x.grad.asnumpy(), 36.0)  # d/dx sum((3x^2)^2) = 36x^3 at x = 1
+    del x, y, g, z
+    gc.collect()
+    mx.nd.waitall()
+    assert mx.storage.stats()["bytes_in_use"] == base
