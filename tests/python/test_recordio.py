@@ -10,20 +10,10 @@ import numpy as np
 import pytest
 
 import oxnet as mx
-
-
-@pytest.fixture(autouse=True)
-def _drain_engine_errors():
-    """Errors these tests provoke on purpose must not reach later waitall()s."""
-    yield
-    try:
-        mx.nd.waitall()
-    except mx.base.MXNetError:
-        pass
+from iotest import IMAGES, _drain_engine_errors  # noqa: F401  (autouse fixture)
 
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "..", "data", "golden")
-IMAGES = os.path.join(os.path.dirname(__file__), "..", "data", "images")
 EXP = json.load(open(os.path.join(GOLDEN, "expected.json")))["recordio"]
 REC = os.path.join(GOLDEN, EXP["rec_file"])
 IDX = os.path.join(GOLDEN, EXP["idx_file"])
@@ -266,11 +256,10 @@ def test_unpack_img_unchanged_keeps_stored_channels(tmp_path):
 
     from PIL import Image
 
-    imgs = os.path.join(os.path.dirname(__file__), "..", "data", "images")
     h = mx.recordio.IRHeader(0, 1.0, 0, 0)
     for name, gray in (("camera_gray_512x512.jpg", True), ("hubble_800x600_progressive.jpg", False),
                        ("chelsea_120x80.png", False)):
-        with open(os.path.join(imgs, name), "rb") as f:
+        with open(os.path.join(IMAGES, name), "rb") as f:
             rec = mx.recordio.pack(h, f.read())
         _, same = mx.recordio.unpack_img(rec, iscolor=-1)
         _, want = mx.recordio.unpack_img(rec, iscolor=0 if gray else 1)

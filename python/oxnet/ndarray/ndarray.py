@@ -622,7 +622,8 @@ def _index_array(k):
 def _advanced_index(shape, key):
     """For advanced keys made only of integer arrays, integers and boolean
     masks (no slices): the (M, Y...) int64 indices for gather_nd /
-    _scatter_set_nd and the result shape Y + shape[M:]; None otherwise."""
+    _scatter_set_nd (Y = (1,) when every index is a scalar) and NumPy's
+    result shape; None otherwise."""
     parts = key if isinstance(key, tuple) else (key,)
     arrays = []
     has_array = False
@@ -654,7 +655,9 @@ def _advanced_index(shape, key):
         if a.size and (a.min() < -n or a.max() >= n):
             bad = a[(a < -n) | (a >= n)].flat[0]
             raise IndexError(f"index {bad} is out of bounds for axis {ax} with size {n}")
-    idx = np.stack(arrays) if arrays[0].ndim else np.stack(arrays).reshape(len(arrays))
+    idx = np.stack(arrays)
+    if idx.ndim == 1:  # scalar index arrays select one row
+        idx = idx.reshape(len(arrays), 1)
     return idx, tuple(arrays[0].shape) + tuple(shape[len(arrays):])
 
 
@@ -704,11 +707,8 @@ def _getitem(self, key):
     adv = _advanced_index(self.shape, key)
     if adv is not None:
         idx, result = adv
-        if idx.ndim == 1:
-            idx = idx.reshape(idx.shape[0], 1)
-            r = _invoke1("gather_nd", [self, array(idx, ctx=self.context, dtype="int64")])
-            return r.reshape(result) if result else r.reshape((1,))
-        return _invoke1("gather_nd", [self, array(idx, ctx=self.context, dtype="int64")])
+        r = _invoke1("gather_nd", [self, array(idx, ctx=self.context, dtype="int64")])
+        return r if r.shape == result else r.reshape(result or (1,))
     # Advanced indexing mixed with slices: computed on a host copy (exact
     # NumPy semantics), then returned as a new array.
     res = self.asnumpy()[key]
@@ -794,8 +794,6 @@ def _setitem(self, key, value):
     adv = _advanced_index(self.shape, key)
     if adv is not None:
         idx, result = adv
-        if idx.ndim == 1:
-            idx = idx.reshape(idx.shape[0], 1)
         rows = idx.shape[1:] + tuple(self.shape[idx.shape[0]:])
         v = _setitem_value(self, value, result)
         v = v.reshape(rows)

@@ -72,15 +72,7 @@ impl Rng {
     /// A generator for a sub-stream (e.g. one image record or one block of
     /// a parallel kernel) that does not depend on thread scheduling.
     pub fn fork(&mut self, stream: u64) -> Rng {
-        let mut x = self.next_u64() ^ stream.wrapping_mul(0xD1B54A32D192ED03);
-        Rng {
-            s: [
-                splitmix(&mut x),
-                splitmix(&mut x),
-                splitmix(&mut x),
-                splitmix(&mut x),
-            ],
-        }
+        Rng::seeded(self.next_u64() ^ stream.wrapping_mul(0xD1B54A32D192ED03))
     }
 }
 

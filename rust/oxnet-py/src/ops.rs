@@ -160,10 +160,7 @@ fn invoke(
             (Some(list), Some(core))
         }
     };
-    if oxnet_core::engine::over_limit() {
-        py.detach(oxnet_core::engine::throttle);
-    }
-    let res = registry::invoke(Arc::new(call), &ins, outs_core, ctx_of(ctx)?).py_err()?;
+    let res = run_call(py, call, &ins, outs_core, ctx_of(ctx)?)?;
     match outs_py {
         Some(list) => Ok(list
             .into_iter()
@@ -178,6 +175,21 @@ fn invoke(
     }
 }
 
+/// Push a parsed call: waits (GIL released) while too much work is pending,
+/// then the registry's imperative invoke.
+fn run_call(
+    py: Python<'_>,
+    call: OpCall,
+    ins: &[oxnet_core::NDArray],
+    out: Option<Vec<oxnet_core::NDArray>>,
+    ctx: Option<oxnet_core::Context>,
+) -> PyResult<Vec<oxnet_core::NDArray>> {
+    if oxnet_core::engine::over_limit() {
+        py.detach(oxnet_core::engine::throttle);
+    }
+    registry::invoke(Arc::new(call), ins, out, ctx).py_err()
+}
+
 /// Single-output invoke on already-unwrapped arrays (the arithmetic fast
 /// path below).
 fn invoke1(
@@ -187,10 +199,7 @@ fn invoke1(
     attrs: Attrs,
 ) -> PyResult<Py<NDArray>> {
     let call = registry::parse_call(def, attrs).py_err()?;
-    if oxnet_core::engine::over_limit() {
-        py.detach(oxnet_core::engine::throttle);
-    }
-    let mut res = registry::invoke(Arc::new(call), ins, None, None).py_err()?;
+    let mut res = run_call(py, call, ins, None, None)?;
     wrap(py, res.swap_remove(0))
 }
 
