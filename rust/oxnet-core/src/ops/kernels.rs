@@ -7,20 +7,35 @@ use crate::par::par_chunks_mut;
 /// Elements per parallel task; below this a loop runs on one thread.
 pub const PAR_GRAIN: usize = 1 << 15;
 
+/// `y[i] = f(x[i])` over one chunk. Not inlined on purpose: as a function
+/// argument `y` is known not to alias anything `f` reads (the scalar of
+/// `x + 1`, say), so LLVM hoists those loads and vectorises the loop; inlined
+/// into the parallel closure (where the slices come from raw pointers) the
+/// loop stayed scalar and reloaded the scalar every element (4x slower).
+#[inline(never)]
+fn apply1<A: Copy, B: Copy, F: Fn(A) -> B>(x: &[A], y: &mut [B], f: &F) {
+    for (o, &i) in y.iter_mut().zip(x) {
+        *o = f(i);
+    }
+}
+
+/// `y[i] = f(a[i], b[i])` over one chunk (see [`apply1`]).
+#[inline(never)]
+fn apply2<T: Copy, F: Fn(T, T) -> T>(a: &[T], b: &[T], y: &mut [T], f: &F) {
+    for ((o, &u), &v) in y.iter_mut().zip(a).zip(b) {
+        *o = f(u, v);
+    }
+}
+
 /// y[i] = f(x[i]).
 #[inline]
 pub fn map1<A: Copy + Sync, B: Copy + Send>(x: &[A], y: &mut [B], f: impl Fn(A) -> B + Sync) {
     if y.len() >= 2 * PAR_GRAIN {
         par_chunks_mut(y, PAR_GRAIN, |c, yc| {
-            let xc = &x[c * PAR_GRAIN..c * PAR_GRAIN + yc.len()];
-            for (o, &i) in yc.iter_mut().zip(xc) {
-                *o = f(i);
-            }
+            apply1(&x[c * PAR_GRAIN..c * PAR_GRAIN + yc.len()], yc, &f)
         });
     } else {
-        for (o, &i) in y.iter_mut().zip(x) {
-            *o = f(i);
-        }
+        apply1(x, y, &f);
     }
 }
 
@@ -42,15 +57,10 @@ pub fn map2<T: Copy + Send + Sync>(
         if n >= 2 * PAR_GRAIN {
             par_chunks_mut(out, PAR_GRAIN, |c, oc| {
                 let s = c * PAR_GRAIN;
-                let (ac, bc) = (&a[s..s + oc.len()], &b[s..s + oc.len()]);
-                for i in 0..oc.len() {
-                    oc[i] = f(ac[i], bc[i]);
-                }
+                apply2(&a[s..s + oc.len()], &b[s..s + oc.len()], oc, &f)
             });
         } else {
-            for i in 0..n {
-                out[i] = f(a[i], b[i]);
-            }
+            apply2(a, b, out, &f);
         }
         return;
     }
