@@ -78,9 +78,9 @@ fn sign(v: f64) -> f64 {
     }
 }
 
-/// One element's update: `v` holds the input values (weight, grad, states...)
-/// and receives the new states; returns the new weight.
-type Rule = fn(&OptParam, &mut [f64; 6]) -> f64;
+// One element's update (the last argument of `opt_op!`): `v` holds the
+// input values (weight, grad, states...) and receives the new states; it
+// returns the new weight.
 
 #[derive(Clone, Copy)]
 struct Raw(*mut u8, DType);
@@ -108,18 +108,46 @@ impl Raw {
     }
 }
 
-fn run_rule(call: &OpCall, i: &[Blob], o: &[Blob], rule: Rule) -> Result<()> {
+fn run_rule<R: Fn(&OptParam, &mut [f64; 6]) -> f64 + Sync>(
+    call: &OpCall,
+    i: &[Blob],
+    o: &[Blob],
+    rule: R,
+) -> Result<()> {
     let p = call.p::<OptParam>();
     let ins: Vec<Raw> = i.iter().map(|b| Raw(b.raw_ptr(), b.dtype)).collect();
     let out = Raw(o[0].raw_ptr(), o[0].dtype);
     let muts = call.def.mutates;
     let n = o[0].size();
+    let all_f32 = out.1 == DType::F32 && ins.iter().all(|r| r.1 == DType::F32);
     let chunk = |lo: usize, hi: usize| {
+        // SAFETY (both loops): all buffers hold n elements of their dtype;
+        // the engine gives this kernel exclusive access to outputs and
+        // mutated inputs; each element is read before it is written.
+        if all_f32 {
+            // the common case, without a dtype match per element and value
+            let mut ptr = [std::ptr::null_mut::<f32>(); 6];
+            for (j, r) in ins.iter().enumerate() {
+                ptr[j] = r.0 as *mut f32;
+            }
+            let (nin, po) = (ins.len(), out.0 as *mut f32);
+            let mut v = [0f64; 6];
+            for k in lo..hi {
+                unsafe {
+                    for j in 0..nin {
+                        v[j] = *ptr[j].add(k) as f64;
+                    }
+                    let w = rule(p, &mut v);
+                    for &m in muts {
+                        *ptr[m].add(k) = v[m] as f32;
+                    }
+                    *po.add(k) = w as f32;
+                }
+            }
+            return;
+        }
         let mut v = [0f64; 6];
         for k in lo..hi {
-            // SAFETY: all buffers hold n elements of their dtype; the engine
-            // gives this kernel exclusive access to outputs and mutated inputs;
-            // each element is read before it is written.
             unsafe {
                 for (j, r) in ins.iter().enumerate() {
                     v[j] = r.get(k);
