@@ -134,6 +134,34 @@ def test_second_order_through_outputs():
     np.testing.assert_allclose(x.grad.asnumpy(), 4 * np.exp(2 * xn), rtol=1e-12)
 
 
+@pytest.mark.parametrize("op", ["tanh", "sigmoid", "relu"])
+def test_second_order_of_fused_activation_gradients(op):
+    # The first-order gradient runs _backward_<op>(head_grad, out); its own
+    # gradient reaches both the input (through out) and a recorded head_grad.
+    xn = np.array([-1.3, -0.2, 0.4, 1.7])
+    hn = np.array([0.5, -2.0, 1.5, 0.25])
+    x, h = mx.nd.array(xn, dtype="float64"), mx.nd.array(hn, dtype="float64")
+    x.attach_grad()
+    h.attach_grad()
+    with ag.record():
+        y = getattr(mx.nd, op)(x)
+        dx = ag.grad(y, [x], head_grads=h, create_graph=True)[0]
+        z = (dx * dx).sum()
+    z.backward()
+    if op == "tanh":
+        t = np.tanh(xn)
+        d1, d2 = 1 - t * t, -2 * t * (1 - t * t)
+    elif op == "sigmoid":
+        s = 1 / (1 + np.exp(-xn))
+        d1, d2 = s * (1 - s), s * (1 - s) * (1 - 2 * s)
+    else:
+        d1, d2 = (xn > 0).astype(float), np.zeros_like(xn)
+    np.testing.assert_allclose(dx.asnumpy(), hn * d1, rtol=1e-12)
+    # z = sum (h f'(x))^2: dz/dx = 2 h^2 f' f'', dz/dh = 2 h f'^2
+    np.testing.assert_allclose(x.grad.asnumpy(), 2 * hn**2 * d1 * d2, rtol=1e-10, atol=1e-15)
+    np.testing.assert_allclose(h.grad.asnumpy(), 2 * hn * d1**2, rtol=1e-10)
+
+
 def test_slicing_while_recording_is_differentiable():
     x = mx.nd.array(np.arange(6.0).reshape(3, 2))
     x.attach_grad()

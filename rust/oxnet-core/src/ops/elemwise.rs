@@ -521,11 +521,7 @@ unary_op!(
     [],
     Tanh,
     "Element-wise hyperbolic tangent.",
-    Some(|_, b, _, y, g| {
-        let t = g_un(b, "square", y[0])?;
-        let t = g_sc(b, "_rminus_scalar", t, 1.0)?;
-        Ok(vec![Some(g_mul(b, g[0], t)?)])
-    })
+    Some(|_, b, _, y, g| Ok(vec![Some(b.op1("_backward_tanh", &[], &[g[0], y[0]])?)]))
 );
 unary_op!(
     ARCSINH,
@@ -571,11 +567,11 @@ unary_op!(
     [],
     Sigmoid,
     "Element-wise logistic sigmoid 1/(1+exp(-x)).",
-    Some(|_, b, _, y, g| {
-        let t = g_sc(b, "_rminus_scalar", y[0], 1.0)?;
-        let t = g_mul(b, y[0], t)?;
-        Ok(vec![Some(g_mul(b, g[0], t)?)])
-    })
+    Some(|_, b, _, y, g| Ok(vec![Some(b.op1(
+        "_backward_sigmoid",
+        &[],
+        &[g[0], y[0]]
+    )?)]))
 );
 unary_op!(
     RELU,
@@ -583,10 +579,7 @@ unary_op!(
     [],
     Relu,
     "Element-wise max(x, 0).",
-    Some(|_, b, x, _, g| {
-        let t = g_sc(b, "_greater_scalar", x[0], 0.0)?;
-        Ok(vec![Some(g_mul(b, g[0], t)?)])
-    })
+    Some(|_, b, _, y, g| Ok(vec![Some(b.op1("_backward_relu", &[], &[g[0], y[0]])?)]))
 );
 unary_op!(
     SOFTSIGN,
@@ -1013,6 +1006,69 @@ macro_rules! binary_op {
         };
     };
 }
+
+// Fused gradients of tanh, sigmoid and relu, from the head gradient and the
+// forward output (one pass instead of three element-wise ops and two
+// temporaries). Their own gradients keep second-order autograd working.
+binary_fn!(TanhGrad, (g, y) => g * (1.0 - y * y), int: (g, y) => g.wrapping_mul(1 - y.wrapping_mul(y)));
+binary_fn!(SigmoidGrad, (g, y) => g * (y * (1.0 - y)), int: (g, y) => g.wrapping_mul(y.wrapping_mul(1 - y)));
+binary_fn!(ReluGrad, (g, y) => if y > 0.0 { g } else { 0.0 }, int: (g, y) => if y > 0 { g } else { 0 });
+
+macro_rules! act_grad_op {
+    ($NAME:ident, $name:expr, $S:ident, $doc:expr, $grad:expr) => {
+        pub static $NAME: OpDef = OpDef {
+            name: $name,
+            aliases: &[],
+            doc: $doc,
+            inputs: &["ograd", "out"],
+            infer_shape: infer_elemwise2,
+            cpu: Some(binary_kernel::<$S>),
+            grad: $grad,
+            ..OpDef::BASE
+        };
+    };
+}
+
+act_grad_op!(
+    TANH_GRAD,
+    "_backward_tanh",
+    TanhGrad,
+    "Gradient of tanh: ograd * (1 - out^2), out = tanh(x).",
+    Some(|_, b, x, _, g| {
+        // d/d ograd = (1 - out^2) G; d/d out = -2 ograd out G
+        let dg = b.op1("_backward_tanh", &[], &[g[0], x[1]])?;
+        let t = g_mul(b, g[0], x[0])?;
+        let t = g_mul(b, t, x[1])?;
+        Ok(vec![Some(dg), Some(g_sc(b, "_mul_scalar", t, -2.0)?)])
+    })
+);
+act_grad_op!(
+    SIGMOID_GRAD,
+    "_backward_sigmoid",
+    SigmoidGrad,
+    "Gradient of sigmoid: ograd * out * (1 - out), out = sigmoid(x).",
+    Some(|_, b, x, _, g| {
+        // d/d ograd = out (1 - out) G; d/d out = ograd (1 - 2 out) G
+        let dg = b.op1("_backward_sigmoid", &[], &[g[0], x[1]])?;
+        let t = g_sc(b, "_mul_scalar", x[1], -2.0)?;
+        let t = g_sc(b, "_plus_scalar", t, 1.0)?;
+        let t = g_mul(b, t, x[0])?;
+        Ok(vec![Some(dg), Some(g_mul(b, t, g[0])?)])
+    })
+);
+act_grad_op!(
+    RELU_GRAD,
+    "_backward_relu",
+    ReluGrad,
+    "Gradient of relu: ograd where out > 0, else 0 (out = relu(x)).",
+    Some(|_, b, x, _, g| {
+        // piecewise linear in ograd, piecewise constant in out
+        Ok(vec![
+            Some(b.op1("_backward_relu", &[], &[g[0], x[1]])?),
+            None,
+        ])
+    })
+);
 
 binary_op!(
     E_ADD,
@@ -2068,6 +2124,9 @@ pub static OPS: &[&OpDef] = &[
     &ARCTANH,
     &SIGMOID,
     &RELU,
+    &TANH_GRAD,
+    &SIGMOID_GRAD,
+    &RELU_GRAD,
     &SOFTSIGN,
     &DEGREES,
     &RADIANS,
