@@ -248,6 +248,48 @@ def test_pooling(pool_type, convention):
                                                    pooling_convention=convention))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("pool_type", ["max", "avg", "sum"])
+def test_pooling_2x2_stride_2(dtype, pool_type):
+    # The straight-line 2x2/stride-2 kernels against the window rules: NaN
+    # never wins a maximum; the first maximum in window order (ties, or a
+    # NaN in first place) takes the gradient; an odd last row is unused.
+    x = rng.uniform(-1, 1, (2, 3, 9, 8)).astype(dtype)
+    x[0, 0, 0:2, 0:2] = 0.5
+    x[1, 2, 2, 3] = np.nan
+    x[1, 1, 0, 0] = np.nan
+    xa = nd(x)
+    xa.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.Pooling(xa, kernel=(2, 2), stride=(2, 2), pool_type=pool_type)
+    g = rng.uniform(-1, 1, y.shape).astype(dtype)
+    y.backward(nd(g))
+    win = x[:, :, :8].reshape(2, 3, 4, 2, 4, 2).transpose(0, 1, 2, 4, 3, 5).reshape(2, 3, 4, 4, 4)
+    want_dx = np.zeros_like(x)
+    if pool_type == "max":
+        with np.errstate(invalid="ignore"):
+            want = np.nanmax(win, axis=-1)
+        for n, c, i, j in np.ndindex(2, 3, 4, 4):
+            w = win[n, c, i, j]
+            best = 0
+            for t in range(1, 4):
+                if w[t] > w[best]:
+                    best = t
+            want_dx[n, c, 2 * i + best // 2, 2 * j + best % 2] = g[n, c, i, j]
+    else:
+        want = win.sum(axis=-1) / (4 if pool_type == "avg" else 1)
+        share = g / (4 if pool_type == "avg" else 1)
+        want_dx[:, :, :8] = share.repeat(2, axis=2).repeat(2, axis=3)
+    tol = 1e-6 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(y.asnumpy(), want, rtol=tol)
+    np.testing.assert_allclose(xa.grad.asnumpy(), want_dx, rtol=tol)
+    # the general window loops agree: pooling_convention='full' adds a
+    # partial fifth row of windows, which sends the call down that path
+    yp = mx.nd.Pooling(nd(x), kernel=(2, 2), stride=(2, 2), pool_type=pool_type, pooling_convention="full")
+    assert yp.shape == (2, 3, 5, 4)
+    np.testing.assert_allclose(yp.asnumpy()[:, :, :4], want, rtol=tol)
+
+
 def test_pooling_global_layouts_and_1d_3d():
     x = rng.uniform(-1, 1, (2, 3, 5, 4))
     y = mx.nd.Pooling(nd(x), kernel=(1, 1), global_pool=True, pool_type="avg").asnumpy()

@@ -343,6 +343,114 @@ fn divisor(pp: &PoolParam, w: [(usize, usize, usize); 3]) -> f64 {
     }
 }
 
+/// 2-D pooling with 2x2 windows at stride 2, no padding, every window
+/// inside the input (LeNet's, VGG's and ResNet's pooling): straight-line
+/// loops over row pairs, same results as the general window loops.
+fn is_2x2_s2(g: &PGeo) -> bool {
+    g.xs[0] == 1
+        && g.ys[0] == 1
+        && g.k == [1, 2, 2]
+        && g.s[1..] == [2, 2]
+        && g.p == [0, 0, 0]
+        && 2 * g.ys[1] <= g.xs[1]
+        && 2 * g.ys[2] <= g.xs[2]
+}
+
+/// The running maximum of the window loops: NaN never wins.
+#[inline(always)]
+fn nan_losing_max<T: PartialOrd + Copy>(m: T, v: T) -> T {
+    #[allow(clippy::eq_op)]
+    if v > m || m != m {
+        v
+    } else {
+        m
+    }
+}
+
+fn pool_fwd_2x2<T: Elem + PartialOrd + std::ops::Add<Output = T>>(
+    g: &PGeo,
+    ty: PoolType,
+    x: &[T],
+    y: &mut [T],
+) {
+    let (xh, xw, yh, yw) = (g.xs[1], g.xs[2], g.ys[1], g.ys[2]);
+    par_chunks_mut(y, (yh * yw).max(1), |pl, yp| {
+        let xp = &x[pl * xh * xw..(pl + 1) * xh * xw];
+        for (oh, yr) in yp.chunks_exact_mut(yw).enumerate() {
+            let r0 = &xp[2 * oh * xw..][..2 * yw];
+            let r1 = &xp[(2 * oh + 1) * xw..][..2 * yw];
+            let quads = yr
+                .iter_mut()
+                .zip(r0.chunks_exact(2).zip(r1.chunks_exact(2)));
+            match ty {
+                PoolType::Max => {
+                    let lo = T::from_f64(f64::NEG_INFINITY);
+                    for (o, (a, b)) in quads {
+                        let m = nan_losing_max(nan_losing_max(lo, a[0]), a[1]);
+                        *o = nan_losing_max(nan_losing_max(m, b[0]), b[1]);
+                    }
+                }
+                PoolType::Avg => {
+                    for (o, (a, b)) in quads {
+                        *o = T::from_f64((a[0] + a[1] + b[0] + b[1]).to_f64() / 4.0);
+                    }
+                }
+                _ => {
+                    for (o, (a, b)) in quads {
+                        *o = a[0] + a[1] + b[0] + b[1];
+                    }
+                }
+            }
+        }
+    });
+}
+
+fn pool_bwd_2x2<T: Elem + PartialOrd + std::ops::Add<Output = T>>(
+    g: &PGeo,
+    ty: PoolType,
+    dy: &[T],
+    x: &[T],
+    dx: &mut [T],
+) {
+    let (xh, xw, yh, yw) = (g.xs[1], g.xs[2], g.ys[1], g.ys[2]);
+    let zero = T::from_f64(0.0);
+    par_chunks_mut(dx, (xh * xw).max(1), |pl, dp| {
+        dp.fill(zero);
+        let xp = &x[pl * xh * xw..(pl + 1) * xh * xw];
+        let gp = &dy[pl * yh * yw..(pl + 1) * yh * yw];
+        for oh in 0..yh {
+            let (o0, o1) = (2 * oh * xw, (2 * oh + 1) * xw);
+            for ow in 0..yw {
+                let gv = gp[oh * yw + ow];
+                let at = [o0 + 2 * ow, o0 + 2 * ow + 1, o1 + 2 * ow, o1 + 2 * ow + 1];
+                match ty {
+                    PoolType::Max => {
+                        // the first maximum in window order takes the gradient
+                        let mut best = at[0];
+                        for &i in &at[1..] {
+                            if xp[i] > xp[best] {
+                                best = i;
+                            }
+                        }
+                        dp[best] = gv;
+                    }
+                    PoolType::Avg => {
+                        let q = T::from_f64(gv.to_f64() / 4.0);
+                        for i in at {
+                            dp[i] = q;
+                        }
+                    }
+                    _ => {
+                        for i in at {
+                            dp[i] = gv;
+                        }
+                    }
+                }
+            }
+        }
+    });
+}
+
 fn pool_fwd_fast<T: Elem + PartialOrd + std::ops::Add<Output = T>>(
     g: &PGeo,
     pp: &PoolParam,
@@ -352,6 +460,9 @@ fn pool_fwd_fast<T: Elem + PartialOrd + std::ops::Add<Output = T>>(
     let [xd, xh, xw] = g.xs;
     let xsz = xd * xh * xw;
     let ysz: usize = g.ys.iter().product();
+    if is_2x2_s2(g) {
+        return pool_fwd_2x2(g, pp.pool_type, x, y);
+    }
     let ws = wins3(g);
     par_chunks_mut(y, ysz.max(1), |pl, yp| {
         let xp = &x[pl * xsz..(pl + 1) * xsz];
@@ -411,6 +522,9 @@ fn pool_bwd_fast<T: Elem + PartialOrd + std::ops::Add<Output = T>>(
     let [xd, xh, xw] = g.xs;
     let xsz = xd * xh * xw;
     let ysz: usize = g.ys.iter().product();
+    if is_2x2_s2(g) {
+        return pool_bwd_2x2(g, pp.pool_type, dy, x, dx);
+    }
     let ws = wins3(g);
     par_chunks_mut(dx, xsz.max(1), |pl, dp| {
         dp.fill(T::from_f64(0.0));
