@@ -103,6 +103,24 @@ def test_convolution_many_channels(kw):
     np.testing.assert_allclose((wa.grad.asnumpy() * w2).sum(), lhs_w, rtol=1e-10)
 
 
+@pytest.mark.parametrize("kw", [dict(pad=(1, 1)), dict(stride=(2, 2), pad=(1, 1), kernel=(2, 2))])
+def test_convolution_out_may_be_an_input(kw):
+    # out=x (the output is also the input) and a given out= array give the
+    # values of a fresh output.
+    kw = dict(dict(kernel=(3, 3), num_filter=4, no_bias=True), **kw)
+    x = rng.uniform(-1, 1, (2, 4, 6, 6)).astype(np.float32)
+    w = rng.uniform(-1, 1, (4, 4) + kw["kernel"]).astype(np.float32)
+    want = mx.nd.Convolution(nd(x), nd(w), **kw).asnumpy()
+    xa = nd(x)
+    if want.shape == x.shape:
+        mx.nd.Convolution(xa, nd(w), out=xa, **kw)
+        np.testing.assert_allclose(xa.asnumpy(), want, rtol=1e-5, atol=1e-6)
+    else:
+        out = mx.nd.zeros(want.shape)
+        mx.nd.Convolution(xa, nd(w), out=out, **kw)
+        np.testing.assert_allclose(out.asnumpy(), want, rtol=1e-5, atol=1e-6)
+
+
 def test_convolution_nhwc_equals_nchw():
     x = rng.uniform(-1, 1, (2, 4, 5, 6))
     w = rng.uniform(-1, 1, (6, 2, 3, 3))

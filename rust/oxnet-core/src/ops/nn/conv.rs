@@ -1182,16 +1182,25 @@ fn relayout<T: Copy + Send + Sync>(
 
 /// Sum of dy over everything but the channel axis (channel-first).
 fn bias_grad<T: GemmT>(dy: &[T], n: usize, c: usize, s: usize, db: &mut [T]) {
-    let mut acc = vec![0f64; c];
-    for i in 0..n {
-        for (ci, a) in acc.iter_mut().enumerate() {
-            *a += dy[(i * c + ci) * s..][..s]
-                .iter()
-                .map(|v| v.to_f64())
-                .sum::<f64>();
+    // one task per channel; eight f64 lanes per row so the sum vectorises
+    // (a single accumulator is bound by the add latency)
+    let sums = par_map(c, |ci| {
+        let mut lanes = [0f64; 8];
+        for i in 0..n {
+            let row = &dy[(i * c + ci) * s..][..s];
+            let mut it = row.chunks_exact(8);
+            for ch in &mut it {
+                for (l, v) in lanes.iter_mut().zip(ch) {
+                    *l += v.to_f64();
+                }
+            }
+            for (l, v) in lanes.iter_mut().zip(it.remainder()) {
+                *l += v.to_f64();
+            }
         }
-    }
-    for (d, a) in db.iter_mut().zip(acc) {
+        lanes.iter().sum::<f64>()
+    });
+    for (d, a) in db.iter_mut().zip(sums) {
         *d = T::from_f64(a);
     }
 }
@@ -1247,22 +1256,49 @@ fn store<T: GemmT>(p: &ConvParam, v: &[T], out: &Blob, n: usize, c: usize) {
     }
 }
 
+/// Whether two blobs' bytes overlap (an `out=` that is also an input).
+fn overlaps(a: &Blob, b: &Blob) -> bool {
+    let (a0, b0) = (a.raw_ptr() as usize, b.raw_ptr() as usize);
+    a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes()
+}
+
+/// Run `f` on a channel-first buffer for `out` (`n` x `c` x spatial) and
+/// leave the result in `out`: the output itself for channel-first layouts
+/// when it overlaps no input (no temporary, no fresh pages, no copy),
+/// else a temporary that is relaid/copied into it.
+fn into_out<T: GemmT>(
+    p: &ConvParam,
+    out: &Blob,
+    ins: &[Blob],
+    n: usize,
+    c: usize,
+    f: impl FnOnce(&mut [T]),
+) {
+    if !p.channel_last && !ins.iter().any(|b| overlaps(b, out)) {
+        f(out.data_mut::<T>());
+    } else {
+        let mut v = vec![T::from_f64(0.0); out.size()];
+        f(&mut v);
+        store(p, &v, out, n, c);
+    }
+}
+
 fn conv_fwd_typed<T: GemmT>(p: &ConvParam, deconv: bool, i: &[Blob], o: &Blob) -> Result<()> {
     let (g, _, _) = conv_shapes(p, deconv, &i[0].shape)?;
     let (n, cdata, cout) = (g.n, if deconv { g.cout } else { g.cin }, p.num_filter);
     let x = cf_data::<T>(p, &i[0], n, cdata);
     let w = cf_weight::<T>(p, &i[1]);
     let ysz: usize = if deconv { g.xsz() } else { g.ysz() };
-    let mut y = vec![T::from_f64(0.0); n * cout * ysz];
-    if deconv {
-        conv_bwd_data(&g, &x.data, &w.data, &mut y);
-    } else {
-        conv_fwd(&g, &x.data, &w.data, &mut y);
-    }
-    if !p.no_bias {
-        add_bias(&mut y, i[2].data::<T>(), cout, ysz);
-    }
-    store(p, &y, o, n, cout);
+    into_out(p, o, i, n, cout, |y: &mut [T]| {
+        if deconv {
+            conv_bwd_data(&g, &x.data, &w.data, y);
+        } else {
+            conv_fwd(&g, &x.data, &w.data, y);
+        }
+        if !p.no_bias {
+            add_bias(y, i[2].data::<T>(), cout, ysz);
+        }
+    });
     Ok(())
 }
 
@@ -1273,20 +1309,23 @@ fn conv_bwd_typed<T: GemmT>(p: &ConvParam, deconv: bool, i: &[Blob], o: &[Blob])
     let dy = cf_data::<T>(p, &i[0], n, cout);
     let x = cf_data::<T>(p, &i[1], n, cdata);
     let w = cf_weight::<T>(p, &i[2]);
-    let mut dx = vec![T::from_f64(0.0); x.data.len()];
-    let mut dw = vec![T::from_f64(0.0); w.data.len()];
-    if deconv {
-        // deconv(x) = conv_bwd_data(x): dx = conv(dy), dw = conv weight grad
-        // with the deconvolution output gradient as the convolution's data.
-        conv_fwd(&g, &dy.data, &w.data, &mut dx);
-        conv_bwd_weight(&g, &dy.data, &x.data, &mut dw);
-    } else {
-        conv_bwd_data(&g, &dy.data, &w.data, &mut dx);
-        conv_bwd_weight(&g, &x.data, &dy.data, &mut dw);
-    }
-    store(p, &dx, &o[0], n, cdata);
+    into_out(p, &o[0], i, n, cdata, |dx: &mut [T]| {
+        if deconv {
+            // deconv(x) = conv_bwd_data(x): dx = conv(dy)
+            conv_fwd(&g, &dy.data, &w.data, dx);
+        } else {
+            conv_bwd_data(&g, &dy.data, &w.data, dx);
+        }
+    });
     let (wr, wc) = (i[2].shape[0], i[2].shape[i[2].shape.len() - 1]);
-    store(p, &dw, &o[1], wr, wc);
+    into_out(p, &o[1], i, wr, wc, |dw: &mut [T]| {
+        if deconv {
+            // the deconvolution output gradient is the convolution's data
+            conv_bwd_weight(&g, &dy.data, &x.data, dw);
+        } else {
+            conv_bwd_weight(&g, &x.data, &dy.data, dw);
+        }
+    });
     if !p.no_bias {
         let ysz = dy.data.len().checked_div(n * cout).unwrap_or(0);
         bias_grad(&dy.data, n, cout, ysz, o[2].data_mut::<T>());
