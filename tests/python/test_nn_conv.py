@@ -75,32 +75,67 @@ def test_convolution_grad():
     dict(kernel=(3, 2), pad=(2, 0), dilate=(2, 1), num_group=2),
     dict(kernel=(2, 2, 2), pad=(1, 0, 1)),
 ])
-def test_convolution_many_channels(kw):
-    # >= 32 channels per group: stride 1 takes the implicit-GEMM path, fewer
-    # channels im2col; both must agree with the reference, and the two
-    # gradients must be the adjoints of the forward.
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_convolution_many_channels(kw, dtype):
+    # >= 32 channels per group: stride 1 takes the implicit-GEMM path (in
+    # float32 on AVX2: one gathered GEMM, the data gradient as a flipped
+    # convolution), fewer channels im2col; all must agree with the
+    # reference, and the two gradients must be the adjoints of the forward.
+    tol = dict(rtol=1e-10, atol=1e-10) if dtype == "float64" else dict(rtol=2e-4, atol=2e-4)
     g = kw.get("num_group", 1)
     nsp = len(kw["kernel"])
     xshape = (2, 32 * g) + ((3, 4, 5) if nsp == 3 else (5, 6))
     x = rng.uniform(-1, 1, xshape)
     w = rng.uniform(-1, 1, (32 * g, 32) + kw["kernel"])
     args = dict(num_filter=32 * g, no_bias=True, **kw)
-    y = mx.nd.Convolution(nd(x), nd(w), **args).asnumpy()
+
+    def arr(v):
+        return mx.nd.array(v, dtype=dtype)
+
+    y = mx.nd.Convolution(arr(x), arr(w), **args).asnumpy().astype(np.float64)
     ref = conv_ref(x, w, None, 1, kw["pad"], kw.get("dilate", 1), g)
-    np.testing.assert_allclose(y, ref, rtol=1e-10, atol=1e-10)
-    xa, wa = nd(x), nd(w)
+    np.testing.assert_allclose(y, ref, **tol)
+    xa, wa = arr(x), arr(w)
     xa.attach_grad()
     wa.attach_grad()
     og = rng.uniform(-1, 1, y.shape)
     with mx.autograd.record():
         out = mx.nd.Convolution(xa, wa, **args)
-    out.backward(nd(og))
+    out.backward(arr(og))
     x2 = rng.uniform(-1, 1, x.shape)
     w2 = rng.uniform(-1, 1, w.shape)
-    lhs_x = (og * mx.nd.Convolution(nd(x2), nd(w), **args).asnumpy()).sum()
-    lhs_w = (og * mx.nd.Convolution(nd(x), nd(w2), **args).asnumpy()).sum()
-    np.testing.assert_allclose((xa.grad.asnumpy() * x2).sum(), lhs_x, rtol=1e-10)
-    np.testing.assert_allclose((wa.grad.asnumpy() * w2).sum(), lhs_w, rtol=1e-10)
+    lhs_x = (og * conv_ref(x2, w, None, 1, kw["pad"], kw.get("dilate", 1), g)).sum()
+    lhs_w = (og * conv_ref(x, w2, None, 1, kw["pad"], kw.get("dilate", 1), g)).sum()
+    np.testing.assert_allclose((xa.grad.asnumpy().astype(np.float64) * x2).sum(), lhs_x, rtol=tol["rtol"])
+    np.testing.assert_allclose((wa.grad.asnumpy().astype(np.float64) * w2).sum(), lhs_w, rtol=tol["rtol"])
+
+
+@pytest.mark.parametrize("n", [1, 3])
+@pytest.mark.parametrize("groups", [1, 2])
+def test_convolution_float32_gathered_gemm(n, groups):
+    # float32, >= 32 channels per group, stride 1: on x86-64 with AVX2 the
+    # GEMM gathers its right-hand side from the padded image. Depth 64*9 and
+    # the weight gradient's depth (> 320 output columns) span several depth
+    # blocks; 40 filters and odd widths leave partial register tiles; one
+    # image splits the GEMM itself over threads.
+    cin, cout = 64 * groups, 40 * groups
+    x = rng.uniform(-1, 1, (n, cin, 19, 21))
+    w = rng.uniform(-1, 1, (cout, 64, 3, 3))
+    b = rng.uniform(-1, 1, cout)
+    args = dict(kernel=(3, 3), pad=(1, 1), num_filter=cout, num_group=groups)
+    og = rng.uniform(-1, 1, (n, cout, 19, 21))
+    res = {}
+    for dt in ("float32", "float64"):
+        xa, wa, ba = (mx.nd.array(v, dtype=dt) for v in (x, w, b))
+        for a in (xa, wa, ba):
+            a.attach_grad()
+        with mx.autograd.record():
+            y = mx.nd.Convolution(xa, wa, ba, **args)
+        y.backward(mx.nd.array(og, dtype=dt))
+        res[dt] = [v.asnumpy().astype(np.float64) for v in (y, xa.grad, wa.grad, ba.grad)]
+    np.testing.assert_allclose(res["float64"][0], conv_ref(x, w, b, 1, (1, 1), 1, groups), rtol=1e-10, atol=1e-10)
+    for got, want in zip(res["float32"], res["float64"]):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-3)
 
 
 @pytest.mark.parametrize("kw", [dict(pad=(1, 1)), dict(stride=(2, 2), pad=(1, 1), kernel=(2, 2))])

@@ -13,6 +13,7 @@ pub mod random;
 pub mod reduce;
 pub mod registry;
 pub mod sequence;
+pub mod sgemm;
 pub mod shape;
 
 pub use attrs::Attrs;

@@ -11,6 +11,12 @@
 //!
 //! Images are distributed over rayon threads; a single image parallelises
 //! inside the GEMM instead.
+//!
+//! float32 at stride 1 on AVX2 CPUs (see `use_sgemm`) runs on oxnet's own
+//! GEMM instead: the whole Cin*k depth in one product whose right-hand side
+//! is gathered from the padded image while packing, and the data gradient
+//! as the stride-1 convolution of dy with the flipped, channel-swapped
+//! weights.
 use super::{backward_op, fill_shape, infer_float_same};
 use crate::base::dtype::Elem;
 use crate::base::{fmt_shape, DType, Shape};
@@ -26,7 +32,7 @@ use std::ops::{Add, AddAssign, Mul};
 type B<'a> = &'a mut dyn GradBuilder;
 
 /// Element types the GEMM-based kernels run on.
-pub trait GemmT: Elem + Add<Output = Self> + Mul<Output = Self> + AddAssign {}
+pub trait GemmT: Elem + Add<Output = Self> + Mul<Output = Self> + AddAssign + 'static {}
 impl GemmT for f32 {}
 impl GemmT for f64 {}
 impl GemmT for f16 {}
@@ -885,6 +891,75 @@ impl Implicit {
     }
 }
 
+/// Whether the stride-1 paths of this element type run on [`crate::ops::sgemm`]:
+/// float32 on a CPU it supports. There the whole Cin*k depth is one GEMM
+/// whose right-hand side is gathered from the padded image while packing
+/// (no im2col buffer, no per-tap passes over the output).
+fn use_sgemm<T: 'static>() -> bool {
+    std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && crate::ops::sgemm::available()
+}
+
+/// Offsets into a group's padded input of the GEMM rows (ci, tap), in the
+/// weight's (Cin/g, k...) order.
+#[cfg(target_arch = "x86_64")]
+fn gather_rows(im: &Implicit, cin_g: usize) -> Vec<isize> {
+    (0..cin_g)
+        .flat_map(|ci| im.offs.iter().map(move |&o| (ci * im.lp + o) as isize))
+        .collect()
+}
+
+fn gemm_threads(outer: bool) -> usize {
+    if outer {
+        1
+    } else {
+        rayon::current_num_threads()
+    }
+}
+
+/// The stride-1 forward on sgemm (see [`use_sgemm`]); T is f32.
+#[cfg(target_arch = "x86_64")]
+fn conv_fwd_gathered<T: GemmT>(g: &Geo, x: &[T], w: &[T], y: &mut [T]) {
+    use crate::ops::sgemm::{sgemm_b, BSrc};
+    debug_assert!(use_sgemm::<T>());
+    let (cin_g, cout_g, kk) = (g.cin_g(), g.cout_g(), g.kk());
+    let (xsz, ysz) = (g.xsz(), g.ysz());
+    let im = Implicit::new(g);
+    let rows = gather_rows(&im, cin_g);
+    let yp = SendPtr(y.as_mut_ptr());
+    let init = || {
+        (
+            vec![T::from_f64(0.0); g.cin * im.lp],
+            vec![T::from_f64(0.0); g.cout * im.nv],
+        )
+    };
+    for_images(g.n, init, |i, (xp, yv), outer| {
+        im.pad_in(g, g.cin, &x[i * g.cin * xsz..(i + 1) * g.cin * xsz], xp);
+        for gi in 0..g.g {
+            // SAFETY: T is f32 (use_sgemm); yv holds cout x nv, w cout x
+            // cin_g*kk, and every gathered row of nv values lies in xp.
+            unsafe {
+                sgemm_b(
+                    cout_g,
+                    im.nv,
+                    cin_g * kk,
+                    yv.as_mut_ptr().add(gi * cout_g * im.nv) as *mut f32,
+                    im.nv as isize,
+                    1,
+                    false,
+                    w.as_ptr().add(gi * cout_g * cin_g * kk) as *const f32,
+                    (cin_g * kk) as isize,
+                    1,
+                    BSrc::Rows(xp.as_ptr().add(gi * cin_g * im.lp) as *const f32, &rows),
+                    gemm_threads(outer),
+                )
+            };
+        }
+        let yi =
+            unsafe { std::slice::from_raw_parts_mut(yp.get().add(i * g.cout * ysz), g.cout * ysz) };
+        im.compact(g, g.cout, yv, yi);
+    });
+}
+
 /// Run `f(image, scratch)` for every image, in parallel over images when
 /// there are several (each GEMM then runs on one thread).
 fn for_images<S: Send>(
@@ -908,6 +983,10 @@ pub fn conv_fwd<T: GemmT>(g: &Geo, x: &[T], w: &[T], y: &mut [T]) {
     let (xsz, ysz) = (g.xsz(), g.ysz());
     let yp = SendPtr(y.as_mut_ptr());
     let per_img = g.flops() / g.n.max(1);
+    #[cfg(target_arch = "x86_64")]
+    if g.stride1() && use_sgemm::<T>() {
+        return conv_fwd_gathered(g, x, w, y);
+    }
     if g.stride1() {
         let im = Implicit::new(g);
         let init = || {
@@ -979,6 +1058,37 @@ pub fn conv_fwd<T: GemmT>(g: &Geo, x: &[T], w: &[T], y: &mut [T]) {
 /// dx = conv^T(dy, w) (the data gradient; also a deconvolution's forward).
 pub fn conv_bwd_data<T: GemmT>(g: &Geo, dy: &[T], w: &[T], dx: &mut [T]) {
     let (cin_g, cout_g, kk) = (g.cin_g(), g.cout_g(), g.kk());
+    // At stride 1 the data gradient is itself a stride-1 convolution: dy
+    // padded by d*(k-1)-p, with the weights flipped in space and their
+    // channel axes swapped. That runs as one gathered GEMM per image.
+    #[cfg(target_arch = "x86_64")]
+    if g.stride1() && use_sgemm::<T>() && (0..3).all(|a| g.p[a] <= g.d[a] * (g.k[a] - 1)) {
+        let g2 = Geo {
+            n: g.n,
+            cin: g.cout,
+            cout: g.cin,
+            g: g.g,
+            xs: g.ys,
+            ys: g.xs,
+            k: g.k,
+            s: [1; 3],
+            d: g.d,
+            p: std::array::from_fn(|a| g.d[a] * (g.k[a] - 1) - g.p[a]),
+        };
+        let mut w2 = vec![T::from_f64(0.0); w.len()];
+        for gi in 0..g.g {
+            for co in 0..cout_g {
+                for ci in 0..cin_g {
+                    let src = &w[((gi * cout_g + co) * cin_g + ci) * kk..][..kk];
+                    let dst = &mut w2[((gi * cin_g + ci) * cout_g + co) * kk..][..kk];
+                    for (d, s) in dst.iter_mut().zip(src.iter().rev()) {
+                        *d = *s;
+                    }
+                }
+            }
+        }
+        return conv_fwd_gathered(&g2, dy, &w2, dx);
+    }
     let (xsz, ysz) = (g.xsz(), g.ysz());
     let dxp = SendPtr(dx.as_mut_ptr());
     let per_img = g.flops() / g.n.max(1);
@@ -1063,6 +1173,14 @@ pub fn conv_bwd_weight<T: GemmT>(g: &Geo, x: &[T], dy: &[T], dw: &mut [T]) {
     let zero = T::from_f64(0.0);
     let outer = g.n > 1 && rayon::current_num_threads() > 1;
     let par = inner_par(g.flops(), outer);
+    #[cfg(target_arch = "x86_64")]
+    let gathered = g.stride1() && use_sgemm::<T>();
+    #[cfg(target_arch = "x86_64")]
+    let rows = if gathered {
+        gather_rows(&Implicit::new(g), cin_g)
+    } else {
+        Vec::new()
+    };
     // One image's contribution, accumulated into `acc`.
     let one = |i: usize, acc: &mut [T], scratch: &mut (Vec<T>, Vec<T>)| {
         if g.stride1() {
@@ -1070,6 +1188,32 @@ pub fn conv_bwd_weight<T: GemmT>(g: &Geo, x: &[T], dy: &[T], dw: &mut [T]) {
             let (xp, yv) = scratch;
             im.pad_in(g, g.cin, &x[i * g.cin * xsz..(i + 1) * g.cin * xsz], xp);
             im.expand(g, g.cout, &dy[i * g.cout * ysz..(i + 1) * g.cout * ysz], yv);
+            #[cfg(target_arch = "x86_64")]
+            if gathered {
+                use crate::ops::sgemm::{sgemm_b, BSrc};
+                for gi in 0..g.g {
+                    // dw_g (cout_g x cin_g*kk) += dy_g (cout_g x nv) . B^T,
+                    // B^T (nv x cin_g*kk) gathered by columns from xp.
+                    // SAFETY: T is f32 (use_sgemm); buffers as in the loop below.
+                    unsafe {
+                        sgemm_b(
+                            cout_g,
+                            cin_g * kk,
+                            im.nv,
+                            acc.as_mut_ptr().add(gi * cout_g * cin_g * kk) as *mut f32,
+                            (cin_g * kk) as isize,
+                            1,
+                            true,
+                            yv.as_ptr().add(gi * cout_g * im.nv) as *const f32,
+                            im.nv as isize,
+                            1,
+                            BSrc::Cols(xp.as_ptr().add(gi * cin_g * im.lp) as *const f32, &rows),
+                            gemm_threads(outer),
+                        )
+                    };
+                }
+                return;
+            }
             for gi in 0..g.g {
                 for (t, &off) in im.offs.iter().enumerate() {
                     unsafe {
