@@ -112,18 +112,22 @@ def test_convolution_many_channels(kw, dtype):
 
 @pytest.mark.parametrize("n", [1, 3])
 @pytest.mark.parametrize("groups", [1, 2])
-def test_convolution_float32_gathered_gemm(n, groups):
-    # float32, >= 32 channels per group, stride 1: on x86-64 with AVX2 the
-    # GEMM gathers its right-hand side from the padded image. Depth 64*9 and
-    # the weight gradient's depth (> 320 output columns) span several depth
-    # blocks; 40 filters and odd widths leave partial register tiles; one
-    # image splits the GEMM itself over threads.
-    cin, cout = 64 * groups, 40 * groups
+@pytest.mark.parametrize("cin_g,cout_g,k,pad", [(64, 40, 3, 1), (1, 20, 5, 0), (20, 50, 5, 2)])
+def test_convolution_float32_gathered_gemm(n, groups, cin_g, cout_g, k, pad):
+    # float32 at stride 1: on x86-64 with AVX2 the GEMM gathers its
+    # right-hand side from the padded image, whatever the channel count
+    # (LeNet's 1- and 20-channel layers too). Depth 64*9 and the weight
+    # gradient's depth (> 320 output columns) span several depth blocks; 40
+    # filters and odd widths leave partial register tiles; one image splits
+    # the GEMM itself over threads. Checked against float64 (the reference
+    # path) for the output and all three gradients.
+    cin, cout = cin_g * groups, cout_g * groups
     x = rng.uniform(-1, 1, (n, cin, 19, 21))
-    w = rng.uniform(-1, 1, (cout, 64, 3, 3))
+    w = rng.uniform(-1, 1, (cout, cin_g, k, k))
     b = rng.uniform(-1, 1, cout)
-    args = dict(kernel=(3, 3), pad=(1, 1), num_filter=cout, num_group=groups)
-    og = rng.uniform(-1, 1, (n, cout, 19, 21))
+    args = dict(kernel=(k, k), pad=(pad, pad), num_filter=cout, num_group=groups)
+    oh, ow = 19 + 2 * pad - k + 1, 21 + 2 * pad - k + 1
+    og = rng.uniform(-1, 1, (n, cout, oh, ow))
     res = {}
     for dt in ("float32", "float64"):
         xa, wa, ba = (mx.nd.array(v, dtype=dt) for v in (x, w, b))
@@ -133,7 +137,7 @@ def test_convolution_float32_gathered_gemm(n, groups):
             y = mx.nd.Convolution(xa, wa, ba, **args)
         y.backward(mx.nd.array(og, dtype=dt))
         res[dt] = [v.asnumpy().astype(np.float64) for v in (y, xa.grad, wa.grad, ba.grad)]
-    np.testing.assert_allclose(res["float64"][0], conv_ref(x, w, b, 1, (1, 1), 1, groups), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(res["float64"][0], conv_ref(x, w, b, 1, (pad, pad), 1, groups), rtol=1e-10, atol=1e-10)
     for got, want in zip(res["float32"], res["float64"]):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-3)
 

@@ -460,6 +460,12 @@ impl Geo {
     fn stride1(&self) -> bool {
         self.s == [1, 1, 1] && self.cin_g() >= 32 && self.cout_g() >= 32
     }
+    /// Stride 1 on oxnet's gathered GEMM (float32 on AVX2, see `use_sgemm`):
+    /// one product of depth Cin*k per image, thin or not, so any channel
+    /// count takes it.
+    fn gathered<T: 'static>(&self) -> bool {
+        self.s == [1, 1, 1] && use_sgemm::<T>()
+    }
 }
 
 fn pad3(v: &[usize], fill: usize) -> [usize; 3] {
@@ -984,7 +990,7 @@ pub fn conv_fwd<T: GemmT>(g: &Geo, x: &[T], w: &[T], y: &mut [T]) {
     let yp = SendPtr(y.as_mut_ptr());
     let per_img = g.flops() / g.n.max(1);
     #[cfg(target_arch = "x86_64")]
-    if g.stride1() && use_sgemm::<T>() {
+    if g.gathered::<T>() {
         return conv_fwd_gathered(g, x, w, y);
     }
     if g.stride1() {
@@ -1062,7 +1068,7 @@ pub fn conv_bwd_data<T: GemmT>(g: &Geo, dy: &[T], w: &[T], dx: &mut [T]) {
     // padded by d*(k-1)-p, with the weights flipped in space and their
     // channel axes swapped. That runs as one gathered GEMM per image.
     #[cfg(target_arch = "x86_64")]
-    if g.stride1() && use_sgemm::<T>() && (0..3).all(|a| g.p[a] <= g.d[a] * (g.k[a] - 1)) {
+    if g.gathered::<T>() && (0..3).all(|a| g.p[a] <= g.d[a] * (g.k[a] - 1)) {
         let g2 = Geo {
             n: g.n,
             cin: g.cout,
@@ -1173,8 +1179,7 @@ pub fn conv_bwd_weight<T: GemmT>(g: &Geo, x: &[T], dy: &[T], dw: &mut [T]) {
     let zero = T::from_f64(0.0);
     let outer = g.n > 1 && rayon::current_num_threads() > 1;
     let par = inner_par(g.flops(), outer);
-    #[cfg(target_arch = "x86_64")]
-    let gathered = g.stride1() && use_sgemm::<T>();
+    let gathered = g.gathered::<T>();
     #[cfg(target_arch = "x86_64")]
     let rows = if gathered {
         gather_rows(&Implicit::new(g), cin_g)
@@ -1183,7 +1188,7 @@ pub fn conv_bwd_weight<T: GemmT>(g: &Geo, x: &[T], dy: &[T], dw: &mut [T]) {
     };
     // One image's contribution, accumulated into `acc`.
     let one = |i: usize, acc: &mut [T], scratch: &mut (Vec<T>, Vec<T>)| {
-        if g.stride1() {
+        if g.stride1() || gathered {
             let im = Implicit::new(g);
             let (xp, yv) = scratch;
             im.pad_in(g, g.cin, &x[i * g.cin * xsz..(i + 1) * g.cin * xsz], xp);
@@ -1262,7 +1267,7 @@ pub fn conv_bwd_weight<T: GemmT>(g: &Geo, x: &[T], dy: &[T], dw: &mut [T]) {
         }
     };
     let scratch = || {
-        if g.stride1() {
+        if g.stride1() || gathered {
             let im = Implicit::new(g);
             (vec![zero; g.cin * im.lp], vec![zero; g.cout * im.nv])
         } else {
