@@ -154,6 +154,57 @@ def test_advanced_getitem_setitem_match_numpy(key):
         assert_almost_equal(a, w)
 
 
+MIXED_KEYS = [
+    (slice(None), [0, 2]),
+    ([1, 0], slice(1, 3)),
+    (slice(None), [0, 2], [1, 4]),
+    ([0, 3], slice(None), [2, 5]),
+    (1, slice(None), [0, 3]),
+    (slice(None), np.array([[0, 1], [2, 2]])),
+    (slice(0, 3, 2), [True, False, True, False, True]),
+    (slice(None, None, -1), slice(1, 4), [0, -1]),
+    ([1], slice(None), [5]),
+    (slice(None), [], slice(None)),
+]
+
+
+@pytest.mark.parametrize("key", MIXED_KEYS, ids=[repr(k) for k in MIXED_KEYS])
+def test_mixed_array_and_slice_keys_on_device(key):
+    # Integer/boolean arrays mixed with slices run gather_nd/_scatter_set_nd
+    # (NumPy's placement of the broadcast dimensions), so they are
+    # differentiable: the gradient is the scatter-add of the head gradient.
+    x = np.arange(4 * 5 * 6, dtype=np.float32).reshape(4, 5, 6)
+    want = x[key]
+    a = mx.nd.array(x)
+    a.attach_grad()
+    with mx.autograd.record():
+        got = a[key]
+    assert got.shape == want.shape
+    assert_almost_equal(got, want)
+    if want.size:
+        head = np.random.RandomState(1).rand(*want.shape).astype(np.float32)
+        got.backward(mx.nd.array(head))
+        wg = np.zeros_like(x)
+        np.add.at(wg, key, head)
+        assert_almost_equal(a.grad, wg, rtol=1e-6, atol=1e-6)
+    for value in (-7.0, -np.arange(want.size, dtype=np.float32).reshape(want.shape)):
+        b = mx.nd.array(x)
+        w = x.copy()
+        w[key] = value
+        b[key] = mx.nd.array(value) if isinstance(value, np.ndarray) else value
+        assert_almost_equal(b, w)
+
+
+def test_mixed_key_errors():
+    a = mx.nd.zeros((3, 4))
+    with pytest.raises(IndexError, match="out of bounds for axis 1 with size 4"):
+        a[:, [0, 4]]
+    with pytest.raises(IndexError, match="boolean index did not match"):
+        a[[True, False], :]
+    with pytest.raises(ValueError, match="could not broadcast input array"):
+        a[:, [0, 1]] = mx.nd.ones((2, 3))
+
+
 def test_advanced_index_errors():
     a = mx.nd.zeros((3, 4))
     with pytest.raises(IndexError, match="out of bounds for axis 1 with size 4"):

@@ -661,6 +661,83 @@ def _advanced_index(shape, key):
     return idx, tuple(arrays[0].shape) + tuple(shape[len(arrays):])
 
 
+def _mixed_index(shape, key):
+    """For a tuple key of integers, slices and integer/boolean arrays (at
+    least one array and one slice; no Ellipsis or None): the (M, S...) int64
+    indices for gather_nd over the first M axes and the result shape
+    (S + the unindexed trailing axes), as NumPy orders them: the broadcast
+    array dimensions replace the advanced axes when those are adjacent,
+    else they come first. None for other keys."""
+    if not isinstance(key, tuple) or len(key) > len(shape):
+        return None
+    adv, slices = {}, {}
+    for ax, k in enumerate(key):
+        if isinstance(k, slice):
+            slices[ax] = np.arange(*k.indices(shape[ax]), dtype=np.int64)
+            continue
+        if isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
+            adv[ax] = np.asarray(k, dtype=np.int64)
+            continue
+        a = _index_array(k)
+        if a is None or a.dtype == np.bool_ and a.ndim != 1:
+            return None
+        if a.dtype == np.bool_:
+            if a.shape[0] != shape[ax]:
+                raise IndexError(f"boolean index did not match indexed array along axis {ax}; "
+                                 f"size of axis is {shape[ax]} but size of boolean index is {a.shape[0]}")
+            a = np.nonzero(a)[0]
+        adv[ax] = a.astype(np.int64)
+    if not slices or not any(np.ndim(a) > 0 for a in adv.values()):
+        return None
+    try:
+        arrs = np.broadcast_arrays(*adv.values())
+    except ValueError:
+        raise IndexError("shape mismatch: indexing arrays could not be broadcast together with shapes "
+                         + " ".join(str(np.shape(a)) for a in adv.values())) from None
+    for ax, a in zip(adv, arrs):
+        n = shape[ax]
+        if a.size and (a.min() < -n or a.max() >= n):
+            bad = a[(a < -n) | (a >= n)].flat[0]
+            raise IndexError(f"index {bad} is out of bounds for axis {ax} with size {n}")
+    bshape = arrs[0].shape
+    axes = sorted(adv)
+    adjacent = axes == list(range(axes[0], axes[-1] + 1))
+    # the result's dimensions over the indexed axes: ("b", None) stands for
+    # the broadcast dimensions, ("s", ax) for a slice's
+    order = []
+    for ax in range(len(key)):
+        if ax in slices:
+            order.append(("s", ax))
+        elif ax == axes[0]:
+            order.append(("b", None))
+    if not adjacent:
+        order.remove(("b", None))
+        order.insert(0, ("b", None))
+    sshape = []
+    for kind, ax in order:
+        sshape.extend(bshape if kind == "b" else (len(slices[ax]),))
+    nb = len(bshape)
+    idx = []
+    for ax in range(len(key)):
+        view = [1] * len(sshape)
+        pos = 0
+        for kind, sax in order:
+            if kind == "b":
+                if ax in adv:
+                    view[pos:pos + nb] = bshape
+                    a = arrs[axes.index(ax)]
+                pos += nb
+            else:
+                if sax == ax:
+                    view[pos] = len(slices[ax])
+                    a = slices[ax]
+                pos += 1
+        a = np.where(a < 0, a + shape[ax], a) if ax in adv else a
+        idx.append(np.broadcast_to(a.reshape(view), sshape))
+    idx = np.stack(idx)
+    return idx, tuple(sshape) + tuple(shape[len(key):])
+
+
 def _getitem(self, key):
     if isinstance(key, integer_types) and not isinstance(key, bool):
         if self.ndim == 0:
@@ -709,8 +786,17 @@ def _getitem(self, key):
         idx, result = adv
         r = _invoke1("gather_nd", [self, array(idx, ctx=self.context, dtype="int64")])
         return r if r.shape == result else r.reshape(result or (1,))
-    # Advanced indexing mixed with slices: computed on a host copy (exact
-    # NumPy semantics), then returned as a new array.
+    # Integer arrays mixed with slices: gather_nd with the slices expanded
+    # into index ranges (NumPy's placement of the broadcast dimensions).
+    mixed = _mixed_index(self.shape, key)
+    if mixed is not None:
+        idx, result = mixed
+        if idx[0].size == 0:
+            return _from_numpy_any(np.zeros(result, dtype=self._dtype_name), self.context)
+        r = _invoke1("gather_nd", [self, array(idx.reshape(idx.shape[0], -1), ctx=self.context, dtype="int64")])
+        return r.reshape(result)
+    # Anything else (Ellipsis or None among index arrays): computed on a
+    # host copy (exact NumPy semantics), then returned as a new array.
     res = self.asnumpy()[key]
     if not isinstance(res, np.ndarray):
         res = np.array([res], dtype=self._dtype_name)
@@ -799,8 +885,19 @@ def _setitem(self, key, value):
         v = v.reshape(rows)
         _invoke1("_scatter_set_nd", [self, v, array(idx, ctx=self.context, dtype="int64")], out=self)
         return
-    # Advanced indexing mixed with slices: NumPy semantics on a host copy,
-    # written back.
+    mixed = _mixed_index(self.shape, key)
+    if mixed is not None:
+        idx, result = mixed
+        if idx[0].size == 0:
+            _setitem_value(self, value, result)  # still checks the value's shape
+            return
+        v = _setitem_value(self, value, result)
+        v = v.reshape((idx[0].size,) + tuple(self.shape[idx.shape[0]:]))
+        flat = idx.reshape(idx.shape[0], -1)
+        _invoke1("_scatter_set_nd", [self, v, array(flat, ctx=self.context, dtype="int64")], out=self)
+        return
+    # Anything else (Ellipsis or None among index arrays): NumPy semantics on
+    # a host copy, written back.
     host = self.asnumpy()
     if isinstance(value, NDArray):
         value = value.asnumpy()
