@@ -114,9 +114,9 @@ def test_convolution_many_channels(kw, dtype):
 @pytest.mark.parametrize("groups", [1, 2])
 @pytest.mark.parametrize("cin_g,cout_g,k,pad", [(64, 40, 3, 1), (1, 20, 5, 0), (20, 50, 5, 2)])
 def test_convolution_float32_gathered_gemm(n, groups, cin_g, cout_g, k, pad):
-    # float32 at stride 1: on x86-64 with AVX2 the GEMM gathers its
-    # right-hand side from the padded image, whatever the channel count
-    # (LeNet's 1- and 20-channel layers too). Depth 64*9 and the weight
+    # float32 at stride 1: on x86-64 with AVX2 and >= 32 channels per group
+    # the GEMM gathers its right-hand side from the padded image (LeNet-like
+    # 1- and 20-channel layers take im2col). Depth 64*9 and the weight
     # gradient's depth (> 320 output columns) span several depth blocks; 40
     # filters and odd widths leave partial register tiles; one image splits
     # the GEMM itself over threads. Checked against float64 (the reference

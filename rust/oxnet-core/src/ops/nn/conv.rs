@@ -460,11 +460,13 @@ impl Geo {
     fn stride1(&self) -> bool {
         self.s == [1, 1, 1] && self.cin_g() >= 32 && self.cout_g() >= 32
     }
-    /// Stride 1 on oxnet's gathered GEMM (float32 on AVX2, see `use_sgemm`):
-    /// one product of depth Cin*k per image, thin or not, so any channel
-    /// count takes it.
+    /// The stride-1 formulation on oxnet's gathered GEMM (float32 on AVX2,
+    /// see `use_sgemm`). Fewer than 32 channels stay on im2col: LeNet's
+    /// layers ran 2-3x slower gathered (the flipped data gradient of a
+    /// 1-channel input is a 1-row product, and 25-column weight gradients
+    /// waste most of each 16-wide panel).
     fn gathered<T: 'static>(&self) -> bool {
-        self.s == [1, 1, 1] && use_sgemm::<T>()
+        self.stride1() && use_sgemm::<T>()
     }
 }
 
@@ -1188,7 +1190,7 @@ pub fn conv_bwd_weight<T: GemmT>(g: &Geo, x: &[T], dy: &[T], dw: &mut [T]) {
     };
     // One image's contribution, accumulated into `acc`.
     let one = |i: usize, acc: &mut [T], scratch: &mut (Vec<T>, Vec<T>)| {
-        if g.stride1() || gathered {
+        if g.stride1() {
             let im = Implicit::new(g);
             let (xp, yv) = scratch;
             im.pad_in(g, g.cin, &x[i * g.cin * xsz..(i + 1) * g.cin * xsz], xp);
@@ -1267,7 +1269,7 @@ pub fn conv_bwd_weight<T: GemmT>(g: &Geo, x: &[T], dy: &[T], dw: &mut [T]) {
         }
     };
     let scratch = || {
-        if g.stride1() || gathered {
+        if g.stride1() {
             let im = Implicit::new(g);
             (vec![zero; g.cin * im.lp], vec![zero; g.cout * im.nv])
         } else {
