@@ -643,24 +643,28 @@ mod tests {
                     |i, p| a[i * k + p],
                     |p, j| store[rows[p] as usize + j],
                 );
-                let mut c = vec![0f32; m * n];
-                unsafe {
-                    sgemm_b(
-                        m,
-                        n,
-                        k,
-                        c.as_mut_ptr(),
-                        n as isize,
-                        1,
-                        false,
-                        a.as_ptr(),
-                        k as isize,
-                        1,
-                        BSrc::Rows(store.as_ptr(), &rows),
-                        threads,
-                    )
+                // C = A . B for a gathered B, checked against `want`
+                let check = |b: BSrc, want: &[f64], what: &str| {
+                    let mut c = vec![0f32; m * n];
+                    unsafe {
+                        sgemm_b(
+                            m,
+                            n,
+                            k,
+                            c.as_mut_ptr(),
+                            n as isize,
+                            1,
+                            false,
+                            a.as_ptr(),
+                            k as isize,
+                            1,
+                            b,
+                            threads,
+                        )
+                    };
+                    close(&c, want, &format!("{what} {m}x{n}x{k} t={threads}"));
                 };
-                close(&c, &want, &format!("rows {m}x{n}x{k} t={threads}"));
+                check(BSrc::Rows(store.as_ptr(), &rows), &want, "rows");
                 let cols: Vec<isize> = (0..n)
                     .map(|j| ((j * 5) % (n + 1) * (k + 1)) as isize)
                     .collect();
@@ -674,23 +678,7 @@ mod tests {
                     |i, p| a[i * k + p],
                     |p, j| store2[cols[j] as usize + p],
                 );
-                unsafe {
-                    sgemm_b(
-                        m,
-                        n,
-                        k,
-                        c.as_mut_ptr(),
-                        n as isize,
-                        1,
-                        false,
-                        a.as_ptr(),
-                        k as isize,
-                        1,
-                        BSrc::Cols(store2.as_ptr(), &cols),
-                        threads,
-                    )
-                };
-                close(&c, &want, &format!("cols {m}x{n}x{k} t={threads}"));
+                check(BSrc::Cols(store2.as_ptr(), &cols), &want, "cols");
             }
         }
     }
