@@ -8,7 +8,7 @@ use oxnet_core::base::fmt_shape;
 use oxnet_core::engine;
 use oxnet_core::io::image::{self, ImageView, Interp, Normalize, Rect, Resizer};
 use oxnet_core::io::pipeline::{
-    AugmentConfig, BatchData, LastBatch, OutDType, Pipeline, PipelineConfig, RecordSource,
+    AugmentConfig, LastBatch, OutDType, Pipeline, PipelineConfig, RecordSource,
 };
 use oxnet_core::io::recordio::{RecordReader as CoreReader, RecordWriter as CoreWriter};
 use oxnet_core::ndarray::{Blob, NDArray as Core};
@@ -745,7 +745,6 @@ struct ImagePipeline {
     inner: Mutex<Pipeline>,
     #[pyo3(get)]
     num_records: usize,
-    data_shape: (usize, usize, usize),
     batch_size: usize,
 }
 
@@ -850,7 +849,6 @@ impl ImagePipeline {
         Ok(ImagePipeline {
             inner: Mutex::new(p),
             num_records,
-            data_shape,
             batch_size,
         })
     }
@@ -884,12 +882,8 @@ impl ImagePipeline {
                 }
                 let bs = self.batch_size;
                 let lw = b.label.len() / bs.max(1);
-                let (c, h, w) = self.data_shape;
                 let label = Core::from_vec(b.label, &[bs, lw], Context::default())?;
-                let data = match b.data {
-                    BatchData::F32(v) => Core::from_vec(v, &[bs, c, h, w], Context::default())?,
-                    BatchData::U8(v) => Core::from_vec(v, &[bs, c, h, w], Context::default())?,
-                };
+                let data = b.data.into_ndarray();
                 Ok(Some((data, label, b.pad, b.indices)))
             })
             .py_err()?;

@@ -205,26 +205,56 @@ fn png_options() -> DecoderOptions {
 
 /// `mx.image.imdecode(buf, flag, to_rgb)`: decode JPEG or PNG bytes to HWC u8.
 pub fn imdecode(data: &[u8], flag: i32, to_rgb: bool) -> Result<Image> {
+    imdecode_reuse(data, flag, to_rgb, Vec::new())
+}
+
+/// `imdecode` writing into `buf`'s allocation when it is large enough (a
+/// batch pipeline hands each thread's last buffer back, so a steady stream
+/// of images neither zero-fills nor faults in fresh pages for the pixels).
+pub fn imdecode_reuse(data: &[u8], flag: i32, to_rgb: bool, buf: Vec<u8>) -> Result<Image> {
     let c = check_flag(flag)?;
     match sniff(data) {
-        Some(ImageFormat::Jpeg) => decode_jpeg(data, c, to_rgb),
-        Some(ImageFormat::Png) => decode_png(data, c, to_rgb),
+        Some(ImageFormat::Jpeg) => decode_jpeg(data, c, to_rgb, buf),
+        Some(ImageFormat::Png) => decode_png(data, c, to_rgb, buf),
         None => Err(unknown_format(data)),
     }
 }
 
-/// Whether the JPEG's last scan is followed by an end-of-image marker (a
-/// truncated file is not). Entropy-coded data never contains FF DA or FF D9
-/// (0xFF is byte-stuffed), so the last SOS found is the real last scan.
-fn jpeg_has_eoi_after_last_scan(data: &[u8]) -> bool {
-    let last_sos = data.windows(2).rposition(|w| w == [0xFF, 0xDA]);
-    match last_sos {
-        None => false,
-        Some(s) => data[s..].windows(2).any(|w| w == [0xFF, 0xD9]),
+/// `buf` with exactly `n` bytes; old contents are kept (the decoder
+/// overwrites all of them), only growth is zero-filled.
+fn sized(mut buf: Vec<u8>, n: usize) -> Vec<u8> {
+    if buf.len() >= n {
+        buf.truncate(n);
+    } else {
+        buf.resize(n, 0);
     }
+    buf
 }
 
-fn decode_jpeg(data: &[u8], c: usize, to_rgb: bool) -> Result<Image> {
+/// Whether the JPEG's last scan is followed by an end-of-image marker (a
+/// truncated file is not). Entropy-coded data never contains FF DA or FF D9
+/// (0xFF is byte-stuffed), so scanning back from the end, the first of the
+/// two markers met tells: EOI (usually the last two bytes) or SOS.
+fn jpeg_has_eoi_after_last_scan(data: &[u8]) -> bool {
+    let mut i = data.len();
+    while i >= 2 {
+        // find the previous 0xFF in the byte before position i
+        match data[..i - 1].iter().rposition(|&b| b == 0xFF) {
+            None => return false,
+            Some(p) => {
+                match data[p + 1] {
+                    0xD9 => return true,
+                    0xDA => return false,
+                    _ => {}
+                }
+                i = p + 1;
+            }
+        }
+    }
+    false
+}
+
+fn decode_jpeg(data: &[u8], c: usize, to_rgb: bool, buf: Vec<u8>) -> Result<Image> {
     let err = |e: &dyn std::fmt::Debug| {
         Error::Decode(format!(
             "imdecode: invalid JPEG ({}): {e:?}",
@@ -259,7 +289,7 @@ fn decode_jpeg(data: &[u8], c: usize, to_rgb: bool) -> Result<Image> {
     };
     d.set_options(jpeg_options().jpeg_set_out_colorspace(out_cs));
     let n_out = out_cs.num_components();
-    let mut buf = vec![0u8; w * h * n_out];
+    let mut buf = sized(buf, w * h * n_out);
     d.decode_into(&mut buf).map_err(|e| err(&e))?;
     if let Some(dinfo) = d.info() {
         if dinfo.width as usize != w || dinfo.height as usize != h {
@@ -282,10 +312,14 @@ fn decode_jpeg(data: &[u8], c: usize, to_rgb: bool) -> Result<Image> {
 }
 
 fn gray_to_n(g: &[u8], c: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(g.len() * c);
-    for &v in g {
-        for _ in 0..c {
-            out.push(v);
+    let mut out = vec![0u8; g.len() * c];
+    if c == 3 {
+        for (o, &v) in out.chunks_exact_mut(3).zip(g) {
+            o.copy_from_slice(&[v, v, v]);
+        }
+    } else {
+        for (o, &v) in out.chunks_exact_mut(c).zip(g) {
+            o.fill(v);
         }
     }
     out
@@ -297,7 +331,7 @@ fn luma(r: u8, g: u8, b: u8) -> u8 {
     ((r as u32 * 19595 + g as u32 * 38470 + b as u32 * 7471 + 0x8000) >> 16) as u8
 }
 
-fn decode_png(data: &[u8], c: usize, to_rgb: bool) -> Result<Image> {
+fn decode_png(data: &[u8], c: usize, to_rgb: bool, buf: Vec<u8>) -> Result<Image> {
     let err = |e: &dyn std::fmt::Debug| {
         Error::Decode(format!(
             "imdecode: invalid PNG ({}): {e:?}",
@@ -326,7 +360,7 @@ fn decode_png(data: &[u8], c: usize, to_rgb: bool) -> Result<Image> {
             "imdecode: PNG output of {n} bytes does not match {w}x{h}x{nc}"
         )));
     }
-    let mut buf = vec![0u8; n];
+    let mut buf = sized(buf, n);
     d.decode_into(&mut buf).map_err(|e| err(&e))?;
     let px = w * h;
     let mut out = vec![0u8; px * c];
@@ -567,7 +601,22 @@ impl Resizer {
             area(src, rect, dst, dst_w, dst_h);
             return Ok(());
         }
-        let pt = pixel_type(c)?;
+        let crop = (rect.x as f64, rect.y as f64, rect.w as f64, rect.h as f64);
+        self.fir_resize(src, crop, dst, dst_w, dst_h, interp)
+    }
+
+    /// The convolution resizes through fast_image_resize, from a (possibly
+    /// fractional) source box (left, top, width, height).
+    fn fir_resize(
+        &mut self,
+        src: ImageView<'_>,
+        crop: (f64, f64, f64, f64),
+        dst: &mut [u8],
+        dst_w: usize,
+        dst_h: usize,
+        interp: Interp,
+    ) -> Result<()> {
+        let pt = pixel_type(src.channels)?;
         let fe = |e: &dyn std::fmt::Display| Error::Op {
             op: "imresize".into(),
             msg: e.to_string(),
@@ -590,10 +639,63 @@ impl Resizer {
         let opts = fir::ResizeOptions::new()
             .resize_alg(alg)
             .use_alpha(false)
-            .crop(rect.x as f64, rect.y as f64, rect.w as f64, rect.h as f64);
+            .crop(crop.0, crop.1, crop.2, crop.3);
         self.inner
             .resize(&src_img, &mut dst_img, &opts)
             .map_err(|e| fe(&e))
+    }
+
+    /// The window `win` of `src` resized to `full_w` x `full_h`, computed
+    /// straight from the source pixels that window needs (a random crop of
+    /// a resized image without resizing all of it). The filter taps sit
+    /// where a full resize puts them, so when shrinking the result is that
+    /// of resizing and then cropping up to rounding (values 1 apart in under
+    /// 1% of the pixels: the fixed-point precision is picked from the
+    /// coefficients; enlarging differs more and is not what this is for). Only for
+    /// the convolution filters (bilinear, bicubic, Lanczos): `None` for
+    /// nearest and area.
+    pub fn resize_window(
+        &mut self,
+        src: ImageView<'_>,
+        full_w: usize,
+        full_h: usize,
+        win: Rect,
+        interp: Interp,
+    ) -> Result<Option<Image>> {
+        if matches!(interp, Interp::Nearest | Interp::Area) {
+            return Ok(None);
+        }
+        check_dims(
+            "imresize",
+            src.height,
+            src.width,
+            src.channels,
+            src.data.len(),
+        )?;
+        if full_w == 0 || full_h == 0 || win.w == 0 || win.h == 0 {
+            return Err(Error::Param(format!(
+                "imresize: output size {full_w}x{full_h} and window {}x{} must be positive",
+                win.w, win.h
+            )));
+        }
+        if win.x + win.w > full_w || win.y + win.h > full_h {
+            return Err(Error::Shape(format!(
+                "imresize: window {win:?} is outside the {full_w}x{full_h} output"
+            )));
+        }
+        let sx = src.width as f64 / full_w as f64;
+        let sy = src.height as f64 / full_h as f64;
+        // (clamped: rounding may put the far edge a hair past the image)
+        let (left, top) = (win.x as f64 * sx, win.y as f64 * sy);
+        let crop = (
+            left,
+            top,
+            (win.w as f64 * sx).min(src.width as f64 - left),
+            (win.h as f64 * sy).min(src.height as f64 - top),
+        );
+        let mut out = Image::zeros(win.h, win.w, src.channels);
+        self.fir_resize(src, crop, &mut out.data, win.w, win.h, interp)?;
+        Ok(Some(out))
     }
 
     /// Resize a region into a new image.
@@ -1267,6 +1369,29 @@ mod tests {
         }
     }
 
+    #[test]
+    fn eoi_after_last_scan_rule() {
+        let f = jpeg_has_eoi_after_last_scan;
+        let sos = [0xFF, 0xDA, 1, 2, 0xFF, 0x00, 3];
+        let mut ok = vec![0xFF, 0xD8];
+        ok.extend_from_slice(&sos);
+        ok.extend_from_slice(&[0xFF, 0xD9]);
+        assert!(f(&ok));
+        let mut trailing = ok.clone();
+        trailing.extend_from_slice(&[0, 0xFF, 7, 9]); // bytes after EOI
+        assert!(f(&trailing));
+        let mut fill = ok[..ok.len() - 2].to_vec();
+        fill.extend_from_slice(&[0xFF, 0xFF, 0xD9]); // fill bytes before EOI
+        assert!(f(&fill));
+        assert!(!f(&ok[..ok.len() - 1])); // truncated
+        assert!(!f(&ok[..ok.len() - 2]));
+        // an EOI before the last scan (an embedded thumbnail) does not count
+        let mut thumb = vec![0xFF, 0xD8, 0xFF, 0xD9];
+        thumb.extend_from_slice(&sos);
+        assert!(!f(&thumb));
+        assert!(!f(&[]) && !f(&[0xFF]) && !f(&[0xD9]));
+    }
+
     /// OpenCV INTER_LINEAR reference (half-pixel centres, clamped).
     fn ref_bilinear(src: &Image, dw: usize, dh: usize) -> Image {
         let c = src.channels;
@@ -1312,6 +1437,72 @@ mod tests {
                 }
             }
             assert!(worst <= 1, "{w}x{h}: interior max diff {worst}");
+        }
+    }
+
+    #[test]
+    fn resize_window_is_resize_then_crop() {
+        let mut rz = Resizer::new();
+        let mut rng = Rng::seeded(5);
+        for name in ["hubble_800x600_progressive.jpg", "camera_gray_512x512.jpg"] {
+            let img = imdecode(&load(name), 1, true).unwrap();
+            let v = img.view();
+            for interp in [Interp::Bilinear, Interp::Bicubic, Interp::Lanczos] {
+                for (fw, fh) in [(341, 256), (256, 256), (256, 341), (97, 61)] {
+                    let full = Rect {
+                        x: 0,
+                        y: 0,
+                        w: img.width,
+                        h: img.height,
+                    };
+                    let whole = rz.resize(v, full, fw, fh, interp).unwrap();
+                    for _ in 0..4 {
+                        let (ww, wh) = (
+                            1 + rng.below(fw as u64) as usize,
+                            1 + rng.below(fh as u64) as usize,
+                        );
+                        let win = Rect {
+                            x: rng.below((fw - ww) as u64 + 1) as usize,
+                            y: rng.below((fh - wh) as u64 + 1) as usize,
+                            w: ww,
+                            h: wh,
+                        };
+                        let got = rz.resize_window(v, fw, fh, win, interp).unwrap().unwrap();
+                        assert_eq!(got.shape(), (wh, ww, 3));
+                        let mut off = 0;
+                        for y in 0..wh {
+                            for x in 0..ww * 3 {
+                                let a = got.data[y * ww * 3 + x] as i32;
+                                let b = whole.data[((win.y + y) * fw + win.x) * 3 + x] as i32;
+                                assert!((a - b).abs() <= 1, "{name} {interp:?} {win:?}");
+                                off += (a != b) as usize;
+                            }
+                        }
+                        assert!(off * 100 <= ww * wh * 3, "{name} {interp:?} {win:?}: {off}");
+                    }
+                }
+            }
+            let win = Rect {
+                x: 0,
+                y: 0,
+                w: 10,
+                h: 10,
+            };
+            assert!(rz
+                .resize_window(v, 50, 50, win, Interp::Nearest)
+                .unwrap()
+                .is_none());
+            assert!(rz
+                .resize_window(v, 50, 50, win, Interp::Area)
+                .unwrap()
+                .is_none());
+            let out = Rect {
+                x: 45,
+                y: 0,
+                w: 10,
+                h: 10,
+            };
+            assert!(rz.resize_window(v, 50, 50, out, Interp::Bilinear).is_err());
         }
     }
 

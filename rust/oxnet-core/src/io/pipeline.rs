@@ -9,11 +9,14 @@
 //! A record that cannot be read or decoded yields zeros in its slot and a
 //! `RecordError` in the batch (with its index and where it came from); the
 //! pipeline goes on with the next records.
+use crate::base::context::Context;
+use crate::base::dtype::DType;
 use crate::error::{Error, Result};
 use crate::io::image::{self, ImageView, Interp, Normalize, Rect, Resizer};
 use crate::io::recordio::{self, RecordReader};
+use crate::ndarray::NDArray;
 use crate::random::Rng;
-use crossbeam_channel::{bounded, Receiver, Sender, TryRecvError};
+use crossbeam_channel::{bounded, Receiver, Sender};
 use rayon::prelude::*;
 use std::cell::RefCell;
 use std::fs::File;
@@ -166,10 +169,78 @@ impl PipelineConfig {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub enum BatchData {
-    F32(Vec<f32>),
-    U8(Vec<u8>),
+/// A batch's pixels: a (batch_size, C, H, W) array in pooled storage,
+/// written by the decode threads in place and handed to the caller without
+/// a copy (the pool gives the block back to a later batch once it is freed,
+/// so steady state neither zero-fills nor faults in fresh pages).
+#[derive(Clone)]
+pub struct BatchData {
+    arr: NDArray,
+}
+
+impl BatchData {
+    fn new(shape: &[usize], dtype: OutDType) -> Result<BatchData> {
+        let dt = match dtype {
+            OutDType::F32 => DType::F32,
+            OutDType::U8 => DType::U8,
+        };
+        let arr = NDArray::empty(shape, dt, Context::default())?;
+        arr.blob()?; // allocate now, on the producer thread
+        Ok(BatchData { arr })
+    }
+    /// The array (shared storage; the pipeline no longer writes to it).
+    pub fn ndarray(&self) -> &NDArray {
+        &self.arr
+    }
+    pub fn into_ndarray(self) -> NDArray {
+        self.arr
+    }
+    /// The float32 pixels, or `None` for a uint8 batch.
+    pub fn f32(&self) -> Option<&[f32]> {
+        (self.arr.dtype() == DType::F32).then(|| unsafe { self.slice::<f32>() })
+    }
+    /// The uint8 pixels, or `None` for a float32 batch.
+    pub fn u8(&self) -> Option<&[u8]> {
+        (self.arr.dtype() == DType::U8).then(|| unsafe { self.slice::<u8>() })
+    }
+    /// SAFETY: T matches the dtype; the storage was allocated in `new` and
+    /// lives as long as `self`; once a batch is handed out nothing in the
+    /// pipeline writes to it.
+    unsafe fn slice<T>(&self) -> &[T] {
+        let ptr = self
+            .arr
+            .blob()
+            .expect("allocated in BatchData::new")
+            .raw_ptr();
+        std::slice::from_raw_parts(ptr as *const T, self.arr.size())
+    }
+    /// Write access for the producer, before the batch is sent.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn slice_mut<T>(&self) -> &mut [T] {
+        let ptr = self
+            .arr
+            .blob()
+            .expect("allocated in BatchData::new")
+            .raw_ptr();
+        std::slice::from_raw_parts_mut(ptr as *mut T, self.arr.size())
+    }
+}
+
+impl PartialEq for BatchData {
+    fn eq(&self, o: &BatchData) -> bool {
+        self.arr.shape == o.arr.shape
+            && match (self.f32(), o.f32()) {
+                (Some(a), Some(b)) => a == b,
+                (None, None) => self.u8() == o.u8(),
+                _ => false,
+            }
+    }
+}
+
+impl std::fmt::Debug for BatchData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "BatchData({:?} {:?})", self.arr.dtype(), self.arr.shape)
+    }
 }
 
 /// A failed record inside a batch.
@@ -221,8 +292,6 @@ pub struct Pipeline {
     epoch: u64,
     carry: Vec<usize>,
     rx: Option<Receiver<Result<Batch>>>,
-    recycle_tx: Sender<Batch>,
-    recycle_rx: Receiver<Batch>,
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<()>>,
     plan_carry: Vec<usize>,
@@ -304,7 +373,6 @@ impl Pipeline {
             }
             RecordSource::Files { .. } => None,
         };
-        let (recycle_tx, recycle_rx) = bounded(cfg.prefetch.max(1) + 2);
         let mut p = Pipeline {
             shared: Arc::new(Shared {
                 source,
@@ -316,8 +384,6 @@ impl Pipeline {
             epoch: 0,
             carry: Vec::new(),
             rx: None,
-            recycle_tx,
-            recycle_rx,
             stop: Arc::new(AtomicBool::new(false)),
             handle: None,
             plan_carry: Vec::new(),
@@ -400,11 +466,10 @@ impl Pipeline {
         let stop = Arc::new(AtomicBool::new(false));
         self.stop = stop.clone();
         let shared = self.shared.clone();
-        let recycle = self.recycle_rx.clone();
         let epoch = self.epoch;
         let handle = std::thread::Builder::new()
             .name("oxnet-image-producer".into())
-            .spawn(move || produce(shared, batches, epoch, tx, recycle, stop));
+            .spawn(move || produce(shared, batches, epoch, tx, stop));
         match handle {
             Ok(h) => self.handle = Some(h),
             Err(e) => {
@@ -448,11 +513,6 @@ impl Pipeline {
         }
     }
 
-    /// Give a batch's buffers back for reuse (optional).
-    pub fn recycle(&self, batch: Batch) {
-        let _ = self.recycle_tx.try_send(batch);
-    }
-
     /// Start the next epoch (reshuffled; roll-over records go first).
     pub fn reset(&mut self) {
         self.stop_producer();
@@ -473,7 +533,6 @@ fn produce(
     batches: Vec<(Vec<usize>, usize)>,
     epoch: u64,
     tx: Sender<Result<Batch>>,
-    recycle: Receiver<Batch>,
     stop: Arc<AtomicBool>,
 ) {
     let (c, h, w) = shared.aug.data_shape;
@@ -484,24 +543,30 @@ fn produce(
         if stop.load(Ordering::SeqCst) {
             return;
         }
-        let mut data = match recycle.try_recv() {
-            Ok(b) => b.data,
-            Err(TryRecvError::Empty | TryRecvError::Disconnected) => match shared.cfg.dtype {
-                OutDType::F32 => BatchData::F32(Vec::new()),
-                OutDType::U8 => BatchData::U8(Vec::new()),
-            },
+        let data = match BatchData::new(&[bs, c, h, w], shared.cfg.dtype) {
+            Ok(d) => d,
+            Err(e) => {
+                let _ = tx.send(Err(e));
+                return;
+            }
         };
         let mut label = vec![0f32; bs * lw];
         let labels = &mut label;
-        let results: Vec<Result<()>> = shared.pool.install(|| match &mut data {
-            BatchData::F32(v) => {
-                v.resize(bs * per, 0.0);
-                v[indices.len() * per..].fill(0.0);
-                v.par_chunks_mut(per)
+        let n = indices.len();
+        let run = |slot: Slot<'_>, l: &mut [f32], idx: usize| -> Result<()> {
+            guarded(|| process(&shared, epoch, idx, slot, l))
+        };
+        let results: Vec<Result<()>> = shared.pool.install(|| match shared.cfg.dtype {
+            OutDType::F32 => {
+                // SAFETY: the producer owns the fresh batch until it is sent
+                let v = unsafe { data.slice_mut::<f32>() };
+                v[n * per..].fill(0.0);
+                v[..n * per]
+                    .par_chunks_mut(per)
                     .zip(labels.par_chunks_mut(lw))
                     .zip(indices.par_iter())
                     .map(|((d, l), &idx)| {
-                        let res = guarded(|| process(&shared, epoch, idx, Slot::F32(d), l));
+                        let res = run(Slot::F32(d), l, idx);
                         if res.is_err() {
                             d.fill(0.0);
                             l.fill(0.0);
@@ -510,14 +575,16 @@ fn produce(
                     })
                     .collect()
             }
-            BatchData::U8(v) => {
-                v.resize(bs * per, 0);
-                v[indices.len() * per..].fill(0);
-                v.par_chunks_mut(per)
+            OutDType::U8 => {
+                // SAFETY: as above
+                let v = unsafe { data.slice_mut::<u8>() };
+                v[n * per..].fill(0);
+                v[..n * per]
+                    .par_chunks_mut(per)
                     .zip(labels.par_chunks_mut(lw))
                     .zip(indices.par_iter())
                     .map(|((d, l), &idx)| {
-                        let res = guarded(|| process(&shared, epoch, idx, Slot::U8(d), l));
+                        let res = run(Slot::U8(d), l, idx);
                         if res.is_err() {
                             d.fill(0);
                             l.fill(0.0);
@@ -555,6 +622,7 @@ fn produce(
 
 thread_local! {
     static RESIZER: RefCell<Resizer> = RefCell::new(Resizer::new());
+    static DECODE_BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 fn guarded(f: impl FnOnce() -> Result<()>) -> Result<()> {
@@ -665,14 +733,18 @@ fn process(sh: &Shared, epoch: u64, idx: usize, slot: Slot<'_>, label: &mut [f32
         }
     };
     // 2. decode
-    let img = image::imdecode(img_bytes, if c == 1 { 0 } else { 1 }, true).map_err(with_loc)?;
+    let buf = DECODE_BUF.with(|b| std::mem::take(&mut *b.borrow_mut()));
+    let img = image::imdecode_reuse(img_bytes, if c == 1 { 0 } else { 1 }, true, buf)
+        .map_err(with_loc)?;
     let mut rng = Rng::seeded(record_seed(sh.cfg.seed, epoch, idx));
-    // 3. resize the shorter side
-    let img = match sh.aug.resize {
+    // 3. plan the shorter-side resize, the crop and the mirror (the random
+    // draws in MXNet's order: resize interpolation, crop, mirror)
+    let (rh, rw, resize_it) = match sh.aug.resize {
         Some(size) => {
             let (nh, nw) = image::short_side_size(img.height, img.width, size);
+            let (nh, nw) = (nh.max(1), nw.max(1));
             if (nh, nw) == (img.height, img.width) {
-                img
+                (nh, nw, None)
             } else {
                 let it = Interp::from_mxnet(
                     sh.aug.inter_method,
@@ -680,27 +752,47 @@ fn process(sh: &Shared, epoch: u64, idx: usize, slot: Slot<'_>, label: &mut [f32
                     (nh, nw),
                     Some(&mut rng),
                 )?;
-                let full = Rect {
-                    x: 0,
-                    y: 0,
-                    w: img.width,
-                    h: img.height,
-                };
-                RESIZER.with(|r| {
-                    r.borrow_mut()
-                        .resize(img.view(), full, nw.max(1), nh.max(1), it)
-                })?
+                (nh, nw, Some(it))
             }
+        }
+        None => (img.height, img.width, None),
+    };
+    let rect = if sh.aug.rand_crop {
+        image::random_crop_rect(rw, rh, (w, h), &mut rng)
+    } else {
+        image::center_crop_rect(rw, rh, (w, h))
+    };
+    let mirror = sh.aug.rand_mirror && rng.uniform() < 0.5;
+    let write = |view: ImageView<'_>, rect: Rect| match slot {
+        Slot::F32(d) => image::write_chw_f32(view, rect, mirror, &sh.aug.norm, d),
+        Slot::U8(d) => image::write_chw_u8(view, rect, mirror, d),
+    };
+    // 4. shrinking to a crop of the output size: resize only the window
+    let shrink = rw <= img.width && rh <= img.height;
+    if let (Some(it), true) = (resize_it, shrink && (rect.w, rect.h) == (w, h)) {
+        let win = RESIZER.with(|r| r.borrow_mut().resize_window(img.view(), rw, rh, rect, it))?;
+        if let Some(win) = win {
+            let res = write(win.view(), Rect { x: 0, y: 0, w, h });
+            give_back(img.data);
+            return res;
+        }
+    }
+    // 5. otherwise resize, crop (resizing the crop when it is smaller than
+    // the output), mirror, write
+    let img = match resize_it {
+        Some(it) => {
+            let full = Rect {
+                x: 0,
+                y: 0,
+                w: img.width,
+                h: img.height,
+            };
+            let r = RESIZER.with(|r| r.borrow_mut().resize(img.view(), full, rw, rh, it))?;
+            give_back(img.data);
+            r
         }
         None => img,
     };
-    // 4. crop, mirror, write
-    let rect = if sh.aug.rand_crop {
-        image::random_crop_rect(img.width, img.height, (w, h), &mut rng)
-    } else {
-        image::center_crop_rect(img.width, img.height, (w, h))
-    };
-    let mirror = sh.aug.rand_mirror && rng.uniform() < 0.5;
     let resized;
     let (view, rect): (ImageView<'_>, Rect) = if (rect.w, rect.h) == (w, h) {
         (img.view(), rect)
@@ -714,10 +806,19 @@ fn process(sh: &Shared, epoch: u64, idx: usize, slot: Slot<'_>, label: &mut [f32
         resized = RESIZER.with(|r| r.borrow_mut().resize(img.view(), rect, w, h, it))?;
         (resized.view(), Rect { x: 0, y: 0, w, h })
     };
-    match slot {
-        Slot::F32(d) => image::write_chw_f32(view, rect, mirror, &sh.aug.norm, d),
-        Slot::U8(d) => image::write_chw_u8(view, rect, mirror, d),
-    }
+    let res = write(view, rect);
+    give_back(img.data);
+    res
+}
+
+/// Keep the larger of the thread's decode buffer and `v` for the next image.
+fn give_back(v: Vec<u8>) {
+    DECODE_BUF.with(|b| {
+        let mut b = b.borrow_mut();
+        if v.capacity() > b.capacity() {
+            *b = v;
+        }
+    })
 }
 
 #[cfg(test)]
@@ -839,7 +940,7 @@ mod tests {
                     m.contains("d.rec record 4 at byte") && m.contains("neither JPEG nor PNG"),
                     "{m}"
                 );
-                if let BatchData::F32(d) = &b.data {
+                if let Some(d) = b.data.f32() {
                     assert!(d[e.slot * 3 * 48 * 64..][..3 * 48 * 64]
                         .iter()
                         .all(|v| *v == 0.0));
@@ -876,7 +977,7 @@ mod tests {
         assert_eq!(batches.len(), 3);
         for b in &batches {
             assert!(b.errors.is_empty());
-            let BatchData::F32(d) = &b.data else { panic!() };
+            let d = b.data.f32().unwrap();
             for (slot, &i) in b.indices.iter().enumerate() {
                 let bytes = std::fs::read(img_dir().join(IMAGES[i])).unwrap();
                 let img = image::imdecode(&bytes, 1, true).unwrap();
@@ -900,7 +1001,7 @@ mod tests {
         cfg.dtype = OutDType::U8;
         let mut p = Pipeline::new(RecordSource::scanned(&rec).unwrap(), a, cfg).unwrap();
         let b = p.next_batch().unwrap().unwrap();
-        let BatchData::U8(d) = &b.data else { panic!() };
+        let d = b.data.u8().unwrap();
         assert_eq!(d.len(), 6 * 900);
         let bytes = std::fs::read(img_dir().join(IMAGES[1])).unwrap();
         let g = image::imdecode(&bytes, 0, true).unwrap();
@@ -951,9 +1052,7 @@ mod tests {
         assert_eq!(bs.len(), 3);
         assert_eq!(bs[2].indices, vec![10, 11]);
         assert_eq!(bs[2].pad, 0);
-        let BatchData::F32(d) = &bs[2].data else {
-            panic!()
-        };
+        let d = bs[2].data.f32().unwrap();
         assert_eq!(d.len(), 5 * 3 * 64);
         assert!(d[2 * 192..].iter().all(|v| *v == 0.0));
         assert!(d[..2 * 192].iter().any(|v| *v != 0.0));
@@ -1064,7 +1163,6 @@ mod tests {
                 while let Some(b) = p.next_batch().unwrap() {
                     assert!(b.errors.is_empty());
                     n += b.indices.len() - b.pad;
-                    p.recycle(b);
                 }
             }
             let s = t.elapsed().as_secs_f64();
