@@ -220,6 +220,51 @@ def test_convolution_autograd():
     assert x.grad.shape == x.shape
 
 
+@pytest.mark.parametrize("op", ["Convolution", "Deconvolution"])
+@pytest.mark.parametrize("data_req", ["none", "null", "write"])
+def test_convolution_backward_without_data_gradient(op, data_req):
+    # when nothing takes the data's gradient (a first layer's input, or
+    # grad_req='null') the backward skips it; weight and bias gradients are
+    # those of the full backward
+    x = rng.uniform(-1, 1, (2, 32, 6, 6)).astype(np.float32)
+    w = rng.uniform(-1, 1, (32, 32, 3, 3)).astype(np.float32)
+    b = rng.uniform(-1, 1, 32).astype(np.float32)
+    kw = dict(kernel=(3, 3), pad=(1, 1), num_filter=32, no_bias=False)
+
+    def grads(req):
+        xs, ws, bs = nd(x), nd(w), nd(b)
+        ws.attach_grad()
+        bs.attach_grad()
+        if req != "none":
+            xs.attach_grad(grad_req=req)
+        with mx.autograd.record():
+            y = getattr(mx.nd, op)(xs, ws, bs, **kw)
+            loss = (y * y).sum()
+        loss.backward()
+        return xs, ws.grad.asnumpy(), bs.grad.asnumpy()
+
+    xf, wf, bf = grads("write")
+    xs, wg, bg = grads(data_req)
+    np.testing.assert_allclose(wg, wf, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(bg, bf, rtol=1e-5, atol=1e-4)
+    if data_req == "write":
+        assert np.abs(xs.grad.asnumpy()).sum() > 0
+    elif data_req == "none":
+        assert xs.grad is None
+    # the full backward's data gradient is the reference's
+    if op == "Convolution":
+        y = conv_ref(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), pad=1)
+        xg = check_data_grad_ref(2 * y, w)
+        np.testing.assert_allclose(xf.grad.asnumpy(), xg, rtol=1e-3, atol=1e-3)
+
+
+def check_data_grad_ref(dy, w):
+    """Data gradient of a stride-1 pad-1 3x3 convolution: dy correlated
+    with the flipped, transposed weight."""
+    wt = np.flip(w.astype(np.float64), axis=(2, 3)).transpose(1, 0, 2, 3)
+    return conv_ref(dy, wt, pad=1)
+
+
 def test_fully_connected():
     x = rng.uniform(-1, 1, (3, 2, 4))
     w = rng.uniform(-1, 1, (5, 8))

@@ -13,6 +13,8 @@ pub use tape::*;
 /// A `GradBuilder` whose entries are concrete arrays.
 pub struct ImperativeBuilder {
     pub vals: Vec<NDArray>,
+    /// Per forward input, whether its gradient is used (empty: all are).
+    pub need: Vec<bool>,
 }
 
 impl ImperativeBuilder {
@@ -36,6 +38,9 @@ impl GradBuilder for ImperativeBuilder {
         let outs = registry::invoke(Arc::new(call), &ins, None, None)?;
         Ok(outs.into_iter().map(|a| self.push(a)).collect())
     }
+    fn needs_grad(&self, input: usize) -> bool {
+        self.need.get(input).copied().unwrap_or(true)
+    }
 }
 
 /// Gradients of `call` with respect to each input, given the forward
@@ -50,7 +55,10 @@ pub fn op_grad(
         .def
         .grad
         .ok_or_else(|| Error::Param(format!("{}: operator has no gradient", call.def.name)))?;
-    let mut b = ImperativeBuilder { vals: Vec::new() };
+    let mut b = ImperativeBuilder {
+        vals: Vec::new(),
+        need: Vec::new(),
+    };
     let ie: Vec<Entry> = inputs.iter().map(|a| b.push(a.clone())).collect();
     let oe: Vec<Entry> = outputs.iter().map(|a| b.push(a.clone())).collect();
     let ge: Vec<Entry> = ograds.iter().map(|a| b.push(a.clone())).collect();

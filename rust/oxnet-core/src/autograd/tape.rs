@@ -327,7 +327,21 @@ pub fn backward(
                 let gf = call.def.grad.ok_or_else(|| {
                     Error::Param(format!("{}: operator has no gradient", call.def.name))
                 })?;
-                let mut b = ImperativeBuilder { vals: Vec::new() };
+                // inputs that are neither recorded results nor variables
+                // taking a gradient get none (conv skips its data gradient)
+                let need = node
+                    .input_ag
+                    .iter()
+                    .map(|a| match a {
+                        Some(AgInfo::Output { .. }) => true,
+                        Some(AgInfo::Variable(v)) => v.req != GradReq::Null,
+                        None => false,
+                    })
+                    .collect();
+                let mut b = ImperativeBuilder {
+                    vals: Vec::new(),
+                    need,
+                };
                 let ie: Vec<Entry> = saved.inputs.iter().map(|a| b.push(a.clone())).collect();
                 let oe: Vec<Entry> = saved
                     .outputs

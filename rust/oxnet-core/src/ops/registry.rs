@@ -55,6 +55,13 @@ pub trait GradBuilder {
     fn op1(&mut self, name: &str, attrs: &[(&str, String)], inputs: &[Entry]) -> Result<Entry> {
         Ok(self.op(name, attrs, inputs)?[0])
     }
+    /// Whether anything uses the gradient of forward input `input` (MXNet's
+    /// `req[i] != kNullOp`): a gradient function may skip work for the
+    /// inputs that return false, and then returns `None` for them.
+    fn needs_grad(&self, input: usize) -> bool {
+        let _ = input;
+        true
+    }
 }
 
 /// Given the call, its inputs, outputs and the gradients of the outputs,

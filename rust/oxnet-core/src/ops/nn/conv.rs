@@ -17,7 +17,7 @@
 //! is gathered from the padded image while packing, and the data gradient
 //! as the stride-1 convolution of dy with the flipped, channel-swapped
 //! weights.
-use super::{backward_op, fill_shape, infer_float_same};
+use super::{backward_op, fill_shape, fwd_attrs, infer_float_same};
 use crate::base::dtype::Elem;
 use crate::base::{fmt_shape, DType, Shape};
 use crate::error::{Error, Result};
@@ -307,6 +307,9 @@ pub struct ConvParam {
     pub no_bias: bool,
     /// NWC / NHWC / NDHWC.
     pub channel_last: bool,
+    /// Backward only (internal attribute `__skip_data_grad`): nothing uses
+    /// the data gradient, so its output is left unwritten.
+    pub skip_data_grad: bool,
 }
 
 fn parse_conv_common(a: &Attrs, op: &'static str, deconv: bool) -> Result<ConvParam> {
@@ -415,6 +418,7 @@ fn parse_conv_common(a: &Attrs, op: &'static str, deconv: bool) -> Result<ConvPa
         num_group: ng as usize,
         no_bias: p.bool("no_bias", deconv)?,
         channel_last,
+        skip_data_grad: op.starts_with("_backward_") && p.bool("__skip_data_grad", false)?,
     })
 }
 
@@ -1460,14 +1464,16 @@ fn conv_bwd_typed<T: GemmT>(p: &ConvParam, deconv: bool, i: &[Blob], o: &[Blob])
     let dy = cf_data::<T>(p, &i[0], n, cout);
     let x = cf_data::<T>(p, &i[1], n, cdata);
     let w = cf_weight::<T>(p, &i[2]);
-    into_out(p, &o[0], i, n, cdata, |dx: &mut [T]| {
-        if deconv {
-            // deconv(x) = conv_bwd_data(x): dx = conv(dy)
-            conv_fwd(&g, &dy.data, &w.data, dx);
-        } else {
-            conv_bwd_data(&g, &dy.data, &w.data, dx);
-        }
-    });
+    if !p.skip_data_grad {
+        into_out(p, &o[0], i, n, cdata, |dx: &mut [T]| {
+            if deconv {
+                // deconv(x) = conv_bwd_data(x): dx = conv(dy)
+                conv_fwd(&g, &dy.data, &w.data, dx);
+            } else {
+                conv_bwd_data(&g, &dy.data, &w.data, dx);
+            }
+        });
+    }
     let (wr, wc) = (i[2].shape[0], i[2].shape[i[2].shape.len() - 1]);
     into_out(p, &o[1], i, wr, wc, |dw: &mut [T]| {
         if deconv {
@@ -1546,7 +1552,17 @@ fn conv_grad(
     } else {
         vec![true, true, true]
     };
-    backward_op(c, b, name, &[g[0], x[0], x[1]], &mask)
+    if b.needs_grad(0) {
+        return backward_op(c, b, name, &[g[0], x[0], x[1]], &mask);
+    }
+    // the data gradient is not wanted (the first layer's input): the
+    // backward leaves that output unwritten and it is not handed on
+    let mut attrs = fwd_attrs(c);
+    attrs.push(("__skip_data_grad", "1".into()));
+    let outs = b.op(name, &attrs, &[g[0], x[0], x[1]])?;
+    let mut res: Vec<Option<usize>> = outs.into_iter().map(Some).collect();
+    res[0] = None;
+    Ok(res)
 }
 
 fn conv_bwd_infer(
