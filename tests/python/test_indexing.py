@@ -165,6 +165,15 @@ MIXED_KEYS = [
     (slice(None, None, -1), slice(1, 4), [0, -1]),
     ([1], slice(None), [5]),
     (slice(None), [], slice(None)),
+    # Ellipsis and None among index arrays (unfolded over a reshaped view)
+    (Ellipsis, [0, 5]),
+    ([1, 2], Ellipsis),
+    ([1, 2], Ellipsis, [0, 5]),
+    (None, [1, 2]),
+    ([1, 2], None, [0, 4]),
+    (slice(1, 3), None, [0, 4], Ellipsis),
+    (Ellipsis, None, [True, False, True, False, True, True]),
+    (0, None, Ellipsis, [2, 3]),
 ]
 
 
@@ -234,3 +243,16 @@ def test_gather_scatter_nd_reference_and_gradients():
     check_numeric_gradient(lambda u: mx.nd.scatter_nd(u, mx.nd.array(idx), shape=(3, 4, 2)), [upd], dtype=np.float64)
     check_numeric_gradient(lambda lhs, rhs: mx.nd._scatter_set_nd(lhs, rhs, mx.nd.array(idx)), [d, upd],
                            dtype=np.float64)
+
+
+def test_multidimensional_mask_with_slices():
+    # a 2-D boolean mask beside a slice: NumPy's semantics (on a host copy)
+    x = np.arange(4 * 5 * 6, dtype=np.float32).reshape(4, 5, 6)
+    mask = np.random.RandomState(3).rand(4, 5) > 0.5
+    key = (mask, slice(1, 4))
+    a = mx.nd.array(x)
+    assert_almost_equal(a[key], x[key])
+    w = x.copy()
+    w[key] = -1.0
+    a[key] = -1.0
+    assert_almost_equal(a, w)

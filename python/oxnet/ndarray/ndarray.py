@@ -738,6 +738,50 @@ def _mixed_index(shape, key):
     return idx, tuple(sshape) + tuple(shape[len(key):])
 
 
+def _unfold_key(shape, key):
+    """For a tuple key with index arrays and Ellipsis or None: the key
+    without them, over a reshaped array. Ellipsis becomes full slices; each
+    None becomes a full slice over a size-1 axis inserted there (a reshape
+    view), which is how NumPy places it, including between index arrays.
+    Returns (new_shape, new_key), or None for other keys."""
+    if not isinstance(key, tuple) or not any(k is None or k is Ellipsis for k in key):
+        return None
+    arrays = [_index_array(k) for k in key]
+    if not any(a is not None for a in arrays):
+        return None
+
+    def width(k, a):
+        if k is None or k is Ellipsis:
+            return 0
+        if a is not None and a.dtype == np.bool_:
+            return max(a.ndim, 1)
+        return 1
+
+    n_ell = sum(1 for k in key if k is Ellipsis)
+    if n_ell > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = sum(width(k, a) for k, a in zip(key, arrays))
+    if used > len(shape):
+        raise IndexError(f"too many indices for array: array is {len(shape)}-dimensional, but {used} were indexed")
+    new_shape, new_key, ax = [], [], 0
+    for k, a in zip(key, arrays):
+        if k is Ellipsis:
+            for _ in range(len(shape) - used):
+                new_shape.append(shape[ax])
+                new_key.append(slice(None))
+                ax += 1
+        elif k is None:
+            new_shape.append(1)
+            new_key.append(slice(None))
+        else:
+            for _ in range(width(k, a)):
+                new_shape.append(shape[ax])
+                ax += 1
+            new_key.append(k)
+    new_shape.extend(shape[ax:])
+    return tuple(new_shape), tuple(new_key)
+
+
 def _getitem(self, key):
     if isinstance(key, integer_types) and not isinstance(key, bool):
         if self.ndim == 0:
@@ -795,8 +839,19 @@ def _getitem(self, key):
             return _from_numpy_any(np.zeros(result, dtype=self._dtype_name), self.context)
         r = _invoke1("gather_nd", [self, array(idx.reshape(idx.shape[0], -1), ctx=self.context, dtype="int64")])
         return r.reshape(result)
-    # Anything else (Ellipsis or None among index arrays): computed on a
-    # host copy (exact NumPy semantics), then returned as a new array.
+    # Ellipsis / None among index arrays: the same key without them over a
+    # reshaped view (still on the device, differentiable).
+    unfolded = _unfold_key(self.shape, key)
+    if unfolded is not None:
+        new_shape, new_key = unfolded
+        if self._has_ag and _native.is_recording():
+            view = _invoke1("Reshape", [self], {"shape": new_shape})
+        else:
+            view = self.reshape(new_shape)
+        if _mixed_index(new_shape, new_key) is not None or _advanced_index(new_shape, new_key) is not None:
+            return _getitem(view, new_key)
+    # Anything else (multi-dimensional boolean masks with slices): computed
+    # on a host copy (exact NumPy semantics), then returned as a new array.
     res = self.asnumpy()[key]
     if not isinstance(res, np.ndarray):
         res = np.array([res], dtype=self._dtype_name)
@@ -896,8 +951,16 @@ def _setitem(self, key, value):
         flat = idx.reshape(idx.shape[0], -1)
         _invoke1("_scatter_set_nd", [self, v, array(flat, ctx=self.context, dtype="int64")], out=self)
         return
-    # Anything else (Ellipsis or None among index arrays): NumPy semantics on
-    # a host copy, written back.
+    # Ellipsis / None among index arrays: the same key without them over a
+    # reshaped view sharing this array's storage.
+    unfolded = _unfold_key(self.shape, key)
+    if unfolded is not None:
+        new_shape, new_key = unfolded
+        if _mixed_index(new_shape, new_key) is not None or _advanced_index(new_shape, new_key) is not None:
+            _setitem(self.reshape(new_shape), new_key, value)
+            return
+    # Anything else (multi-dimensional boolean masks with slices): NumPy
+    # semantics on a host copy, written back.
     host = self.asnumpy()
     if isinstance(value, NDArray):
         value = value.asnumpy()

@@ -683,3 +683,92 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod speed {
+    use super::*;
+    /// cargo test --release -p oxnet-core sgemm_vs_gemm -- --ignored --nocapture
+    #[test]
+    #[ignore]
+    fn sgemm_vs_gemm() {
+        for &(m, n, k, bt) in &[
+            (50usize, 64usize, 500usize, false),
+            (50, 500, 64, true),
+            (500, 64, 50, false),
+            (20, 576, 25, false),
+            (20, 25, 576, true),
+            (64, 3136, 576, false),
+            (64, 64, 64, false),
+        ] {
+            let a: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32 * 0.1).collect();
+            let b: Vec<f32> = (0..k * n).map(|i| (i % 5) as f32 * 0.1).collect();
+            let mut c = vec![0f32; m * n];
+            let (brs, bcs) = if bt {
+                (1isize, k as isize)
+            } else {
+                (n as isize, 1isize)
+            };
+            let reps = (2e8 / (2.0 * (m * n * k) as f64)).max(3.0) as usize;
+            let mut best = [f64::MAX; 2];
+            for _ in 0..5 {
+                let t = std::time::Instant::now();
+                for _ in 0..reps {
+                    unsafe {
+                        sgemm_b(
+                            m,
+                            n,
+                            k,
+                            c.as_mut_ptr(),
+                            n as isize,
+                            1,
+                            false,
+                            a.as_ptr(),
+                            k as isize,
+                            1,
+                            BSrc::Strided(imp::Mat {
+                                ptr: b.as_ptr(),
+                                rs: brs,
+                                cs: bcs,
+                            }),
+                            1,
+                        )
+                    };
+                }
+                best[0] = best[0].min(t.elapsed().as_secs_f64());
+                let t = std::time::Instant::now();
+                for _ in 0..reps {
+                    unsafe {
+                        gemm::gemm(
+                            m,
+                            n,
+                            k,
+                            c.as_mut_ptr(),
+                            1,
+                            n as isize,
+                            false,
+                            a.as_ptr(),
+                            1,
+                            k as isize,
+                            b.as_ptr(),
+                            bcs,
+                            brs,
+                            0.0,
+                            1.0,
+                            false,
+                            false,
+                            false,
+                            gemm::Parallelism::None,
+                        )
+                    };
+                }
+                best[1] = best[1].min(t.elapsed().as_secs_f64());
+            }
+            let gf = |t: f64| 2.0 * (m * n * k * reps) as f64 / t / 1e9;
+            println!(
+                "m {m} n {n} k {k} bt {bt}: sgemm {:.1} GFLOP/s, gemm crate {:.1}",
+                gf(best[0]),
+                gf(best[1])
+            );
+        }
+    }
+}
