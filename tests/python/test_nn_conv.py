@@ -442,6 +442,33 @@ def test_activation(act):
     check_grad("Activation", [x], dict(act_type=act))
 
 
+@pytest.mark.parametrize("act", ["relu", "sigmoid", "tanh"])
+@pytest.mark.parametrize("n", [7, 70000])
+def test_activation_float32(act, n):
+    # float32 runs its own kernels (fast transcendentals, AVX2 where the
+    # CPU has it), forward and backward; sizes below and above the split
+    # into parallel chunks
+    x = (rng.standard_normal(n) * 4).astype(np.float32)
+    x[:4] = [0.0, -0.0, 0.25, -30.0][:min(4, n)]
+    dy = rng.standard_normal(n).astype(np.float32)
+    a = mx.nd.array(x)
+    a.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.Activation(a, act_type=act)
+    y.backward(mx.nd.array(dy))
+    xd = x.astype(np.float64)
+    want = ACTS[act](xd)
+    if act == "relu":
+        dwant = dy * (xd > 0)
+    elif act == "sigmoid":
+        dwant = dy * want * (1 - want)
+    else:
+        dwant = dy * (1 - want ** 2)
+    assert y.dtype == np.float32
+    np.testing.assert_allclose(y.asnumpy(), want, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(a.grad.asnumpy(), dwant, rtol=1e-5, atol=1e-6)
+
+
 def test_leaky_relu():
     from math import erf
     x = rng.choice([-1, 1], (2, 3, 4)) * rng.uniform(0.1, 2, (2, 3, 4))

@@ -1,7 +1,7 @@
 //! Element-wise family: unary math, binary (same-shape and broadcasting),
 //! binary with a scalar, comparisons, clip, where, add_n, cast, copies.
 use super::attrs::Attrs;
-use super::kernels::{cast_blob, map1, map2, reduce_to};
+use super::kernels::{cast_blob, map1, map1_wide, map2, reduce_to};
 use super::registry::{
     infer_shape_same, infer_type_same, Entry, GradBuilder, KernelCtx, OpCall, OpDef, Params,
 };
@@ -131,7 +131,11 @@ pub(crate) fn fast_expf(x: f32) -> f32 {
     let x = x.clamp(-87.0, 88.0);
     // Round to nearest with the 1.5 * 2^23 trick (|t| < 2^22): no libm call,
     // so the loop vectorises.
-    let n = (x * std::f32::consts::LOG2_E + 12_582_912.0) - 12_582_912.0;
+    let t = x * std::f32::consts::LOG2_E + 12_582_912.0;
+    let n = t - 12_582_912.0;
+    // n as an integer from t's low mantissa bits (t = 1.5 * 2^23 + n
+    // exactly): unlike `n as i32` (saturating, scalar) this vectorises
+    let ni = (t.to_bits() as i32).wrapping_sub(0x4B40_0000);
     let r = x - n * 0.693_145_751_953_125 - n * 1.428_606_820_309_417_2e-6;
     let p = 1.0
         + r * (1.0
@@ -139,7 +143,7 @@ pub(crate) fn fast_expf(x: f32) -> f32 {
                 + r * (1.0 / 6.0
                     + r * (1.0 / 24.0
                         + r * (1.0 / 120.0 + r * (1.0 / 720.0 + r * (1.0 / 5040.0)))))));
-    p * f32::from_bits(((n as i32 + 127) as u32) << 23)
+    p * f32::from_bits(((ni + 127) as u32) << 23)
 }
 
 /// tanh in float32 (~2 ulp): the odd Taylor series to x^15 for |x| < 0.5,
@@ -147,21 +151,19 @@ pub(crate) fn fast_expf(x: f32) -> f32 {
 #[inline(always)]
 #[allow(clippy::excessive_precision)]
 pub(crate) fn fast_tanhf(x: f32) -> f32 {
+    // both forms, then a select: branch-free, so loops vectorise
     let a = x.abs();
-    if a < 0.5 {
-        let z = x * x;
-        let p = -929_569.0 / 638_512_875.0;
-        let p = p * z + 21_844.0 / 6_081_075.0;
-        let p = p * z - 1382.0 / 155_925.0;
-        let p = p * z + 62.0 / 2835.0;
-        let p = p * z - 17.0 / 315.0;
-        let p = p * z + 2.0 / 15.0;
-        let p = p * z - 1.0 / 3.0;
-        (x + x * z * p).copysign(x)
-    } else {
-        let t = 1.0 - 2.0 / (fast_expf(2.0 * a) + 1.0);
-        t.copysign(x)
-    }
+    let z = x * x;
+    let p = -929_569.0 / 638_512_875.0;
+    let p = p * z + 21_844.0 / 6_081_075.0;
+    let p = p * z - 1382.0 / 155_925.0;
+    let p = p * z + 62.0 / 2835.0;
+    let p = p * z - 17.0 / 315.0;
+    let p = p * z + 2.0 / 15.0;
+    let p = p * z - 1.0 / 3.0;
+    let small = x + x * z * p;
+    let large = 1.0 - 2.0 / (fast_expf(2.0 * a) + 1.0);
+    (if a < 0.5 { small } else { large }).copysign(x)
 }
 
 trait FastTrans {
@@ -234,7 +236,7 @@ unary_fn!(Identity, x => x);
 fn unary_kernel<U: UnaryFn>(_: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> {
     let (x, y) = (&i[0], &o[0]);
     match x.dtype {
-        DType::F32 => map1(x.data::<f32>(), y.data_mut::<f32>(), U::f32),
+        DType::F32 => map1_wide(x.data::<f32>(), y.data_mut::<f32>(), U::f32),
         DType::F64 => map1(x.data::<f64>(), y.data_mut::<f64>(), U::f64),
         _ => unary_other(x, y, U::f32, U::f64),
     }

@@ -27,6 +27,82 @@ fn apply2<T: Copy, F: Fn(T, T) -> T>(a: &[T], b: &[T], y: &mut [T], f: &F) {
     }
 }
 
+/// Whether this CPU runs the AVX2+FMA copies of the element-wise loops.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn wide_cpu() -> bool {
+    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+}
+
+/// [`apply1`] compiled for AVX2 (8 float32 lanes): what makes the
+/// branch-free polynomial transcendentals (`fast_tanhf`, `fast_expf`)
+/// several times faster than on the SSE2 baseline. Element-wise, so the
+/// results are the same bits as the baseline loop.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn apply1_avx2<A: Copy, B: Copy, F: Fn(A) -> B>(x: &[A], y: &mut [B], f: &F) {
+    for (o, &i) in y.iter_mut().zip(x) {
+        *o = f(i);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn apply2_avx2<T: Copy, F: Fn(T, T) -> T>(a: &[T], b: &[T], y: &mut [T], f: &F) {
+    for ((o, &u), &v) in y.iter_mut().zip(a).zip(b) {
+        *o = f(u, v);
+    }
+}
+
+#[inline(never)]
+fn apply1_wide<A: Copy, B: Copy, F: Fn(A) -> B>(x: &[A], y: &mut [B], f: &F) {
+    #[cfg(target_arch = "x86_64")]
+    if wide_cpu() {
+        // SAFETY: the CPU has AVX2 and FMA
+        return unsafe { apply1_avx2(x, y, f) };
+    }
+    apply1(x, y, f)
+}
+
+#[inline(never)]
+fn apply2_wide<T: Copy, F: Fn(T, T) -> T>(a: &[T], b: &[T], y: &mut [T], f: &F) {
+    #[cfg(target_arch = "x86_64")]
+    if wide_cpu() {
+        // SAFETY: the CPU has AVX2 and FMA
+        return unsafe { apply2_avx2(a, b, y, f) };
+    }
+    apply2(a, b, y, f)
+}
+
+/// `y[i] = f(x[i])` for compute-heavy `f` (the fast transcendentals): like
+/// [`map1`], on AVX2 where the CPU has it.
+pub fn map1_wide<A: Copy + Sync, B: Copy + Send>(x: &[A], y: &mut [B], f: impl Fn(A) -> B + Sync) {
+    if y.len() >= 2 * PAR_GRAIN {
+        par_chunks_mut(y, PAR_GRAIN, |c, yc| {
+            apply1_wide(&x[c * PAR_GRAIN..c * PAR_GRAIN + yc.len()], yc, &f)
+        });
+    } else {
+        apply1_wide(x, y, &f);
+    }
+}
+
+/// `y[i] = f(a[i], b[i])` for same-shape inputs and compute-heavy `f`.
+pub fn map2_wide<T: Copy + Send + Sync>(
+    a: &[T],
+    b: &[T],
+    y: &mut [T],
+    f: impl Fn(T, T) -> T + Sync,
+) {
+    if y.len() >= 2 * PAR_GRAIN {
+        par_chunks_mut(y, PAR_GRAIN, |c, yc| {
+            let s = c * PAR_GRAIN;
+            apply2_wide(&a[s..s + yc.len()], &b[s..s + yc.len()], yc, &f)
+        });
+    } else {
+        apply2_wide(a, b, y, &f);
+    }
+}
+
 /// y[i] = f(x[i]).
 #[inline]
 pub fn map1<A: Copy + Sync, B: Copy + Send>(x: &[A], y: &mut [B], f: impl Fn(A) -> B + Sync) {
