@@ -392,6 +392,31 @@ def test_pooling_2x2_stride_2(dtype, pool_type):
     np.testing.assert_allclose(yp.asnumpy()[:, :, :4], want, rtol=tol)
 
 
+@pytest.mark.parametrize("pool_type", ["max", "avg"])
+def test_pooling_2x2_stride_2_many_planes(pool_type):
+    # enough planes for several parallel tasks, an odd width
+    x = rng.standard_normal((8, 50, 8, 7)).astype(np.float32)
+    xa = nd(x)
+    xa.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.Pooling(xa, kernel=(2, 2), stride=(2, 2), pool_type=pool_type)
+    g = rng.standard_normal(y.shape).astype(np.float32)
+    y.backward(nd(g))
+    win = x[:, :, :, :6].reshape(8, 50, 4, 2, 3, 2).transpose(0, 1, 2, 4, 3, 5).reshape(8, 50, 4, 3, 4)
+    want_dx = np.zeros_like(x)
+    if pool_type == "max":
+        want = win.max(axis=-1)
+        best = win.argmax(axis=-1)  # continuous data: no ties
+        for t in range(4):
+            sel = np.where(best == t, g, 0)
+            want_dx[:, :, t // 2::2, t % 2:6:2] = sel
+    else:
+        want = win.mean(axis=-1)
+        want_dx[:, :, :, :6] = (g / 4).repeat(2, axis=2).repeat(2, axis=3)
+    np.testing.assert_allclose(y.asnumpy(), want, rtol=1e-6)
+    np.testing.assert_allclose(xa.grad.asnumpy(), want_dx, rtol=1e-6)
+
+
 def test_pooling_global_layouts_and_1d_3d():
     x = rng.uniform(-1, 1, (2, 3, 5, 4))
     y = mx.nd.Pooling(nd(x), kernel=(1, 1), global_pool=True, pool_type="avg").asnumpy()

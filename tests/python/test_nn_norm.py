@@ -543,6 +543,35 @@ def test_optimizer_update(name):
             np.testing.assert_allclose(a.asnumpy(), b, rtol=1e-10, atol=1e-12, err_msg=name)
 
 
+@pytest.mark.parametrize("name", sorted(OPTIM))
+@pytest.mark.parametrize("where", ["in_place", "new_out", "grad_is_weight"])
+def test_optimizer_update_float32(name, where):
+    # float32 takes its own loops (the common case: in place, a separate
+    # output, or one array passed twice); sizes past the parallel split
+    ref, nstate, extra = OPTIM[name]
+    kw = dict(COMMON, **extra)
+    n = 70001
+    w = rng.randn(n).astype(np.float32)
+    g = (w if where == "grad_is_weight" else rng.randn(n) * 3).astype(np.float32)
+    states = [np.zeros(n, np.float32) if name != "rmspropalex_update" or k != 0 else np.full(n, 0.1, np.float32)
+              for k in range(nstate)]
+    if name == "ftrl_update":
+        states = [(rng.randn(n) * 0.1).astype(np.float32), rng.rand(n).astype(np.float32)]
+    mw = mx.nd.array(w)
+    ms = [mx.nd.array(st) for st in states]
+    mg = mw if where == "grad_is_weight" else mx.nd.array(g)
+    out = mw if where != "new_out" else mx.nd.zeros(n)
+    ref_states = [st.astype(np.float64) for st in states]
+    want = ref(w.astype(np.float64), g.astype(np.float64), ref_states, **kw)
+    getattr(mx.nd, name)(mw, mg, *ms, out=out, **kw)
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out.asnumpy(), want, rtol=1e-5, atol=1e-5, err_msg=name)
+    if where == "new_out":
+        np.testing.assert_array_equal(mw.asnumpy(), w)
+    for a, b in zip(ms, ref_states):
+        np.testing.assert_allclose(a.asnumpy(), b, rtol=1e-5, atol=1e-5, err_msg=name)
+
+
 def test_mixed_precision_sgd():
     w32 = rng.randn(5).astype("float32")
     w16 = nd(w32.astype("float16"))

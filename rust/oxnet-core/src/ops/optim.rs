@@ -108,7 +108,71 @@ impl Raw {
     }
 }
 
-fn run_rule<R: Fn(&OptParam, &mut [f64; 6]) -> f64 + Sync>(
+/// Bit j set: input j is updated in place (`mutates`), as a const.
+const fn mut_mask(m: &[usize]) -> u8 {
+    let mut mask = 0u8;
+    let mut k = 0;
+    while k < m.len() {
+        mask |= 1 << m[k];
+        k += 1;
+    }
+    mask
+}
+
+/// The all-float32 update over elements lo..hi with the input count and the
+/// mutated set known at compile time, through slices (no aliasing between
+/// them, the output being the weight or a separate array), so the loop
+/// vectorises: the rule still computes in float64 per element.
+///
+/// # Safety
+/// `ins` and `out` hold at least `hi` float32 each, the inputs are pairwise
+/// distinct buffers, `out` is either input 0 or distinct from all, and
+/// nothing else accesses them meanwhile.
+#[inline(always)]
+unsafe fn rule_f32<const N: usize, const MUT: u8, R: Fn(&OptParam, &mut [f64; 6]) -> f64>(
+    p: &OptParam,
+    ins: [*mut f32; N],
+    out: *mut f32,
+    lo: usize,
+    hi: usize,
+    rule: &R,
+) {
+    let len = hi - lo;
+    let s: [&mut [f32]; N] = ins.map(|q| std::slice::from_raw_parts_mut(q.add(lo), len));
+    // two loops so that each has one store target for the result
+    if out == ins[0] {
+        for k in 0..len {
+            let mut v = [0f64; 6];
+            for j in 0..N {
+                v[j] = *s[j].get_unchecked(k) as f64;
+            }
+            let w = rule(p, &mut v);
+            for j in 1..N {
+                if MUT & (1 << j) != 0 {
+                    *s[j].get_unchecked_mut(k) = v[j] as f32;
+                }
+            }
+            *s[0].get_unchecked_mut(k) = w as f32;
+        }
+    } else {
+        let sep = std::slice::from_raw_parts_mut(out.add(lo), len);
+        for k in 0..len {
+            let mut v = [0f64; 6];
+            for j in 0..N {
+                v[j] = *s[j].get_unchecked(k) as f64;
+            }
+            let w = rule(p, &mut v);
+            for j in 1..N {
+                if MUT & (1 << j) != 0 {
+                    *s[j].get_unchecked_mut(k) = v[j] as f32;
+                }
+            }
+            *sep.get_unchecked_mut(k) = w as f32;
+        }
+    }
+}
+
+fn run_rule<const N: usize, const MUT: u8, R: Fn(&OptParam, &mut [f64; 6]) -> f64 + Sync>(
     call: &OpCall,
     i: &[Blob],
     o: &[Blob],
@@ -120,7 +184,21 @@ fn run_rule<R: Fn(&OptParam, &mut [f64; 6]) -> f64 + Sync>(
     let muts = call.def.mutates;
     let n = o[0].size();
     let all_f32 = out.1 == DType::F32 && ins.iter().all(|r| r.1 == DType::F32);
+    // the slice loop needs distinct input buffers (the output may be the
+    // weight); an op called with one array twice takes the general loop
+    let distinct = ins.len() == N
+        && (0..N).all(|a| (a + 1..N).all(|b| ins[a].0 != ins[b].0))
+        && (out.0 == ins[0].0 || ins.iter().all(|r| r.0 != out.0));
+    let fast = all_f32 && distinct;
     let chunk = |lo: usize, hi: usize| {
+        if fast {
+            let ptrs: [*mut f32; N] = std::array::from_fn(|j| ins[j].0 as *mut f32);
+            // SAFETY: checked above: float32 buffers of n elements, distinct
+            // inputs, the output the weight or separate; the engine gives
+            // this kernel exclusive access to what it writes.
+            unsafe { rule_f32::<N, MUT, R>(p, ptrs, out.0 as *mut f32, lo, hi, &rule) };
+            return;
+        }
         // SAFETY (both loops): all buffers hold n elements of their dtype;
         // the engine gives this kernel exclusive access to outputs and
         // mutated inputs; each element is read before it is written.
@@ -216,7 +294,9 @@ macro_rules! opt_op {
             parse: |a| Ok(Box::new(parse_opt(a, $name, $eps)?) as Params),
             infer_shape: infer_shape_same,
             infer_type: |c, i, o| infer_type_opt(c, i, o, $f32),
-            cpu: Some(|c, i, o, _| run_rule(c, i, o, $rule)),
+            cpu: Some(|c, i, o, _| {
+                run_rule::<{ [$($inp),*].len() }, { mut_mask($m) }, _>(c, i, o, $rule)
+            }),
             grad: Some(|_, _, x, _, _| Ok(vec![None; x.len()])),
             mutates: $m,
             ..OpDef::BASE

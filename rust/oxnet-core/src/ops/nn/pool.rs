@@ -367,6 +367,12 @@ fn nan_losing_max<T: PartialOrd + Copy>(m: T, v: T) -> T {
     }
 }
 
+/// Planes per parallel task of the 2x2 kernels: at least ~16K elements of
+/// work each (one LeNet plane is only 576).
+fn planes_per_task(plane: usize) -> usize {
+    (16384 / plane.max(1)).max(1)
+}
+
 fn pool_fwd_2x2<T: Elem + PartialOrd + std::ops::Add<Output = T>>(
     g: &PGeo,
     ty: PoolType,
@@ -374,30 +380,35 @@ fn pool_fwd_2x2<T: Elem + PartialOrd + std::ops::Add<Output = T>>(
     y: &mut [T],
 ) {
     let (xh, xw, yh, yw) = (g.xs[1], g.xs[2], g.ys[1], g.ys[2]);
-    par_chunks_mut(y, (yh * yw).max(1), |pl, yp| {
-        let xp = &x[pl * xh * xw..(pl + 1) * xh * xw];
-        for (oh, yr) in yp.chunks_exact_mut(yw).enumerate() {
-            let r0 = &xp[2 * oh * xw..][..2 * yw];
-            let r1 = &xp[(2 * oh + 1) * xw..][..2 * yw];
-            let quads = yr
-                .iter_mut()
-                .zip(r0.chunks_exact(2).zip(r1.chunks_exact(2)));
-            match ty {
-                PoolType::Max => {
-                    let lo = T::from_f64(f64::NEG_INFINITY);
-                    for (o, (a, b)) in quads {
-                        let m = nan_losing_max(nan_losing_max(lo, a[0]), a[1]);
-                        *o = nan_losing_max(nan_losing_max(m, b[0]), b[1]);
+    let (xpl, ypl) = (xh * xw, (yh * yw).max(1));
+    let per = planes_per_task(xpl);
+    par_chunks_mut(y, ypl * per, |t, ys| {
+        for (k, yp) in ys.chunks_exact_mut(ypl).enumerate() {
+            let pl = t * per + k;
+            let xp = &x[pl * xpl..(pl + 1) * xpl];
+            for (oh, yr) in yp.chunks_exact_mut(yw).enumerate() {
+                let r0 = &xp[2 * oh * xw..][..2 * yw];
+                let r1 = &xp[(2 * oh + 1) * xw..][..2 * yw];
+                let quads = yr
+                    .iter_mut()
+                    .zip(r0.chunks_exact(2).zip(r1.chunks_exact(2)));
+                match ty {
+                    PoolType::Max => {
+                        let lo = T::from_f64(f64::NEG_INFINITY);
+                        for (o, (a, b)) in quads {
+                            let m = nan_losing_max(nan_losing_max(lo, a[0]), a[1]);
+                            *o = nan_losing_max(nan_losing_max(m, b[0]), b[1]);
+                        }
                     }
-                }
-                PoolType::Avg => {
-                    for (o, (a, b)) in quads {
-                        *o = T::from_f64((a[0] + a[1] + b[0] + b[1]).to_f64() / 4.0);
+                    PoolType::Avg => {
+                        for (o, (a, b)) in quads {
+                            *o = T::from_f64((a[0] + a[1] + b[0] + b[1]).to_f64() / 4.0);
+                        }
                     }
-                }
-                _ => {
-                    for (o, (a, b)) in quads {
-                        *o = a[0] + a[1] + b[0] + b[1];
+                    _ => {
+                        for (o, (a, b)) in quads {
+                            *o = a[0] + a[1] + b[0] + b[1];
+                        }
                     }
                 }
             }
@@ -414,35 +425,55 @@ fn pool_bwd_2x2<T: Elem + PartialOrd + std::ops::Add<Output = T>>(
 ) {
     let (xh, xw, yh, yw) = (g.xs[1], g.xs[2], g.ys[1], g.ys[2]);
     let zero = T::from_f64(0.0);
-    par_chunks_mut(dx, (xh * xw).max(1), |pl, dp| {
-        dp.fill(zero);
-        let xp = &x[pl * xh * xw..(pl + 1) * xh * xw];
-        let gp = &dy[pl * yh * yw..(pl + 1) * yh * yw];
-        for oh in 0..yh {
-            let (o0, o1) = (2 * oh * xw, (2 * oh + 1) * xw);
-            for ow in 0..yw {
-                let gv = gp[oh * yw + ow];
-                let at = [o0 + 2 * ow, o0 + 2 * ow + 1, o1 + 2 * ow, o1 + 2 * ow + 1];
+    let xpl = (xh * xw).max(1);
+    let per = planes_per_task(xpl);
+    par_chunks_mut(dx, xpl * per, |t, dps| {
+        for (k, dp) in dps.chunks_exact_mut(xpl).enumerate() {
+            let pl = t * per + k;
+            let xp = &x[pl * xpl..(pl + 1) * xpl];
+            let gp = &dy[pl * yh * yw..(pl + 1) * yh * yw];
+            if 2 * yh < xh || 2 * yw < xw {
+                dp.fill(zero); // rows / columns no window covers
+            }
+            for (oh, gr) in gp.chunks_exact(yw.max(1)).enumerate().take(yh) {
+                // the two input rows of this output row, each written once
+                let (d0, rest) = dp[2 * oh * xw..].split_at_mut(xw);
+                let d1 = &mut rest[..xw];
+                let x0 = &xp[2 * oh * xw..][..2 * yw];
+                let x1 = &xp[(2 * oh + 1) * xw..][..2 * yw];
+                let quads = gr
+                    .iter()
+                    .zip(d0.chunks_exact_mut(2).zip(d1.chunks_exact_mut(2)))
+                    .zip(x0.chunks_exact(2).zip(x1.chunks_exact(2)));
                 match ty {
                     PoolType::Max => {
-                        // the first maximum in window order takes the gradient
-                        let mut best = at[0];
-                        for &i in &at[1..] {
-                            if xp[i] > xp[best] {
-                                best = i;
-                            }
+                        // the first maximum in window order takes the
+                        // gradient; selects, not branches (random data
+                        // mispredicts every other comparison)
+                        for ((&gv, (e0, e1)), (a, b)) in quads {
+                            // integer selects and indexed loads/stores only
+                            // (float selects compile back into branches)
+                            let w = [a[0], a[1], b[0], b[1]];
+                            let i = (w[1] > w[0]) as usize;
+                            let i = if w[2] > w[i] { 2 } else { i };
+                            let i = if w[3] > w[i] { 3 } else { i };
+                            let mut q = [zero; 4];
+                            q[i] = gv;
+                            e0.copy_from_slice(&q[..2]);
+                            e1.copy_from_slice(&q[2..]);
                         }
-                        dp[best] = gv;
                     }
                     PoolType::Avg => {
-                        let q = T::from_f64(gv.to_f64() / 4.0);
-                        for i in at {
-                            dp[i] = q;
+                        for ((&gv, (e0, e1)), _) in quads {
+                            let q = T::from_f64(gv.to_f64() / 4.0);
+                            e0.fill(q);
+                            e1.fill(q);
                         }
                     }
                     _ => {
-                        for i in at {
-                            dp[i] = gv;
+                        for ((&gv, (e0, e1)), _) in quads {
+                            e0.fill(gv);
+                            e1.fill(gv);
                         }
                     }
                 }
