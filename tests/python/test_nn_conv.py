@@ -555,6 +555,39 @@ def test_softmax_family():
     check_grad("SoftmaxActivation", [x], dict(mode="channel"))
 
 
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("shape", [(3, 7), (40, 1000), (5, 1)])
+def test_softmax_float32_last_axis(op, shape):
+    # float32 over the last axis runs in float32 (fast exp, rows in
+    # parallel); forward and backward against float64 NumPy
+    x = (rng.standard_normal(shape) * 5).astype(np.float32)
+    x.flat[0] = -200.0  # far below the row maximum: exp underflows to 0
+    t = 1.5
+    a = mx.nd.array(x)
+    a.attach_grad()
+    with mx.autograd.record():
+        y = getattr(mx.nd, op)(a, temperature=t)
+    g = rng.standard_normal(shape).astype(np.float32)
+    y.backward(mx.nd.array(g))
+    xd = x.astype(np.float64) / t
+    sm = np_softmax(xd, -1)
+    assert y.dtype == np.float32
+    if op == "softmax":
+        np.testing.assert_allclose(y.asnumpy(), sm, rtol=1e-5, atol=1e-7)
+        want = sm * (g - (g * sm).sum(-1, keepdims=True)) / t
+    else:
+        np.testing.assert_allclose(y.asnumpy(), np.log(sm), rtol=1e-5, atol=2e-5)
+        want = (g - sm * g.sum(-1, keepdims=True)) / t
+    np.testing.assert_allclose(a.grad.asnumpy(), want, rtol=1e-4, atol=1e-5)
+    # NaN poisons its row only; an all -inf row is NaN, as in float64
+    z = np.zeros((3, 4), np.float32)
+    z[0, 1] = np.nan
+    z[1] = -np.inf
+    out = getattr(mx.nd, op)(mx.nd.array(z)).asnumpy()
+    assert np.isnan(out[:2]).all()
+    np.testing.assert_allclose(out[2], np.log(np.full(4, 0.25)) if op == "log_softmax" else 0.25, rtol=1e-6)
+
+
 def test_embedding():
     w = rng.uniform(-1, 1, (5, 3))
     idx = np.array([[0, 4], [2, 2]], dtype=np.float64)

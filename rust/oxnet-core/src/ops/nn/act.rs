@@ -595,10 +595,144 @@ fn lengths(b: Option<&Blob>) -> Option<Vec<usize>> {
     b.map(|b| dispatch_dtype!(b.dtype, T => b.data::<T>().iter().map(|v| v.to_f64().max(0.0) as usize).collect()))
 }
 
+/// e^d for d <= 0 in float32: `fast_expf`, with 0 below e^-87 (where the
+/// float32 result would be subnormal or 0 anyway).
+#[inline(always)]
+fn exp_nonpos(d: f32) -> f32 {
+    let e = fast_expf(d);
+    if d < -87.0 {
+        0.0
+    } else {
+        e
+    }
+}
+
+/// One row of softmax / log_softmax in float32 (temperature `t`).
+#[inline(always)]
+fn sm_row_f32(x: &[f32], y: &mut [f32], t: f32, log: bool) {
+    let m = x.iter().fold(f32::NEG_INFINITY, |a, &v| a.max(v));
+    if m == f32::NEG_INFINITY || m.is_nan() {
+        // all -inf (or NaN): what the float64 loop gives, NaN
+        y.fill(f32::NAN);
+        return;
+    }
+    let inv_t = 1.0 / t;
+    let mut s = 0f32;
+    for (o, &v) in y.iter_mut().zip(x) {
+        let e = exp_nonpos((v - m) * inv_t);
+        *o = e;
+        s += e;
+    }
+    if log {
+        let ls = s.ln();
+        for (o, &v) in y.iter_mut().zip(x) {
+            *o = (v - m) * inv_t - ls;
+        }
+    } else {
+        let r = 1.0 / s;
+        for o in y.iter_mut() {
+            *o *= r;
+        }
+    }
+}
+
+/// Its gradient from the output `y` and the output gradient `g`.
+#[inline(always)]
+fn sm_row_grad_f32(g: &[f32], y: &[f32], d: &mut [f32], t: f32, log: bool) {
+    let inv_t = 1.0 / t;
+    if log {
+        let s: f32 = g.iter().sum();
+        for ((o, &gv), &yv) in d.iter_mut().zip(g).zip(y) {
+            *o = (gv - exp_nonpos(yv) * s) * inv_t;
+        }
+    } else {
+        let s: f32 = g.iter().zip(y).map(|(a, b)| a * b).sum();
+        for ((o, &gv), &yv) in d.iter_mut().zip(g).zip(y) {
+            *o = yv * (gv - s) * inv_t;
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn sm_rows_f32_avx2(x: &[f32], y: &mut [f32], n: usize, t: f32, log: bool) {
+    for (xr, yr) in x.chunks_exact(n).zip(y.chunks_exact_mut(n)) {
+        sm_row_f32(xr, yr, t, log);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn sm_rows_grad_f32_avx2(g: &[f32], y: &[f32], d: &mut [f32], n: usize, t: f32, log: bool) {
+    for ((gr, yr), dr) in g
+        .chunks_exact(n)
+        .zip(y.chunks_exact(n))
+        .zip(d.chunks_exact_mut(n))
+    {
+        sm_row_grad_f32(gr, yr, dr, t, log);
+    }
+}
+
+fn sm_rows_f32(x: &[f32], y: &mut [f32], n: usize, t: f32, log: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU has AVX2 and FMA
+        return unsafe { sm_rows_f32_avx2(x, y, n, t, log) };
+    }
+    for (xr, yr) in x.chunks_exact(n).zip(y.chunks_exact_mut(n)) {
+        sm_row_f32(xr, yr, t, log);
+    }
+}
+
+fn sm_rows_grad_f32(g: &[f32], y: &[f32], d: &mut [f32], n: usize, t: f32, log: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU has AVX2 and FMA
+        return unsafe { sm_rows_grad_f32_avx2(g, y, d, n, t, log) };
+    }
+    for ((gr, yr), dr) in g
+        .chunks_exact(n)
+        .zip(y.chunks_exact(n))
+        .zip(d.chunks_exact_mut(n))
+    {
+        sm_row_grad_f32(gr, yr, dr, t, log);
+    }
+}
+
+/// The float32 fast path: softmax / log_softmax over the last axis (rows
+/// contiguous), positive temperature, no length mask, float32 in and out.
+/// Computes in float32
+/// with `fast_expf` (~1 ulp), rows in parallel.
+fn sm_fast_f32(p: &SmParam, n: usize, inner: usize, dts: &[DType]) -> bool {
+    inner == 1
+        && n > 0
+        && p.temperature > 0.0
+        && !p.use_length
+        && matches!(p.kind, SmKind::Softmax | SmKind::LogSoftmax)
+        && dts.iter().all(|&d| d == DType::F32)
+}
+
+/// Rows per parallel task: ~16K elements each.
+fn sm_task(n: usize) -> usize {
+    n * (16384 / n).max(1)
+}
+
 /// Softmax over rows of `n` values with stride `inner`; masked tails are 0.
 fn sm_fwd_kernel(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> {
     let p = c.p::<SmParam>();
     let (_, n, inner, _) = sm_dims(p, &i[0].shape, c.name())?;
+    if sm_fast_f32(p, n, inner, &[i[0].dtype, o[0].dtype]) {
+        let (x, t, log) = (
+            i[0].data::<f32>(),
+            p.temperature as f32,
+            p.kind == SmKind::LogSoftmax,
+        );
+        par_chunks_mut(o[0].data_mut::<f32>(), sm_task(n), |k, y| {
+            let s = k * sm_task(n);
+            sm_rows_f32(&x[s..s + y.len()], y, n, t, log)
+        });
+        return Ok(());
+    }
     let x = super::to_f64_vec(&i[0]);
     let lens = if p.use_length {
         lengths(i.get(1))
@@ -639,6 +773,15 @@ fn sm_fwd_kernel(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()
 fn sm_bwd_kernel(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> {
     let p = c.p::<SmParam>();
     let (_, n, inner, _) = sm_dims(p, &i[2].shape, c.name())?;
+    if sm_fast_f32(p, n, inner, &[i[0].dtype, i[1].dtype, o[0].dtype]) {
+        let (g, y) = (i[0].data::<f32>(), i[1].data::<f32>());
+        let (t, log) = (p.temperature as f32, p.kind == SmKind::LogSoftmax);
+        par_chunks_mut(o[0].data_mut::<f32>(), sm_task(n), |k, d| {
+            let s = k * sm_task(n);
+            sm_rows_grad_f32(&g[s..s + d.len()], &y[s..s + d.len()], d, n, t, log)
+        });
+        return Ok(());
+    }
     let g = super::to_f64_vec(&i[0]);
     let y = super::to_f64_vec(&i[1]);
     let lens = if p.use_length {
