@@ -607,22 +607,66 @@ fn exp_nonpos(d: f32) -> f32 {
     }
 }
 
+/// The sum of `v` in 8 independent lanes (a float reduction in one
+/// accumulator keeps its order and does not vectorise).
+#[inline(always)]
+fn sum8(v: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let mut it = v.chunks_exact(8);
+    for c in &mut it {
+        for l in 0..8 {
+            acc[l] += c[l];
+        }
+    }
+    let mut s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for &r in it.remainder() {
+        s += r;
+    }
+    s
+}
+
+/// The dot product of `a` and `b` in 8 lanes.
+#[inline(always)]
+fn dot8(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let (mut ia, mut ib) = (a.chunks_exact(8), b.chunks_exact(8));
+    for (x, y) in (&mut ia).zip(&mut ib) {
+        for l in 0..8 {
+            acc[l] += x[l] * y[l];
+        }
+    }
+    let mut s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (x, y) in ia.remainder().iter().zip(ib.remainder()) {
+        s += x * y;
+    }
+    s
+}
+
 /// One row of softmax / log_softmax in float32 (temperature `t`).
 #[inline(always)]
 fn sm_row_f32(x: &[f32], y: &mut [f32], t: f32, log: bool) {
-    let m = x.iter().fold(f32::NEG_INFINITY, |a, &v| a.max(v));
+    let n = x.len().min(y.len());
+    let (x, y) = (&x[..n], &mut y[..n]);
+    let mut mx = [f32::NEG_INFINITY; 8];
+    for c in x.chunks_exact(8) {
+        for (m, &v) in mx.iter_mut().zip(c) {
+            *m = m.max(v);
+        }
+    }
+    let m = x.chunks_exact(8).remainder().iter().fold(
+        mx.iter().fold(f32::NEG_INFINITY, |a, &v| a.max(v)),
+        |a, &v| a.max(v),
+    );
     if m == f32::NEG_INFINITY || m.is_nan() {
         // all -inf (or NaN): what the float64 loop gives, NaN
         y.fill(f32::NAN);
         return;
     }
     let inv_t = 1.0 / t;
-    let mut s = 0f32;
     for (o, &v) in y.iter_mut().zip(x) {
-        let e = exp_nonpos((v - m) * inv_t);
-        *o = e;
-        s += e;
+        *o = exp_nonpos((v - m) * inv_t);
     }
+    let s = sum8(y);
     if log {
         let ls = s.ln();
         for (o, &v) in y.iter_mut().zip(x) {
@@ -639,14 +683,16 @@ fn sm_row_f32(x: &[f32], y: &mut [f32], t: f32, log: bool) {
 /// Its gradient from the output `y` and the output gradient `g`.
 #[inline(always)]
 fn sm_row_grad_f32(g: &[f32], y: &[f32], d: &mut [f32], t: f32, log: bool) {
+    let n = g.len().min(y.len()).min(d.len());
+    let (g, y, d) = (&g[..n], &y[..n], &mut d[..n]);
     let inv_t = 1.0 / t;
     if log {
-        let s: f32 = g.iter().sum();
+        let s = sum8(g);
         for ((o, &gv), &yv) in d.iter_mut().zip(g).zip(y) {
             *o = (gv - exp_nonpos(yv) * s) * inv_t;
         }
     } else {
-        let s: f32 = g.iter().zip(y).map(|(a, b)| a * b).sum();
+        let s = dot8(g, y);
         for ((o, &gv), &yv) in d.iter_mut().zip(g).zip(y) {
             *o = yv * (gv - s) * inv_t;
         }
