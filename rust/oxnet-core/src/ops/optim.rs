@@ -138,36 +138,38 @@ unsafe fn rule_f32<const N: usize, const MUT: u8, R: Fn(&OptParam, &mut [f64; 6]
     rule: &R,
 ) {
     let len = hi - lo;
-    let s: [&mut [f32]; N] = ins.map(|q| std::slice::from_raw_parts_mut(q.add(lo), len));
+    let mut s: [&mut [f32]; N] = ins.map(|q| std::slice::from_raw_parts_mut(q.add(lo), len));
+    // element k: load, apply the rule, store the mutated states; the
+    // result goes where the caller's loop says
+    #[inline(always)]
+    unsafe fn step<const N: usize, const MUT: u8, R: Fn(&OptParam, &mut [f64; 6]) -> f64>(
+        p: &OptParam,
+        s: &mut [&mut [f32]; N],
+        k: usize,
+        rule: &R,
+    ) -> f32 {
+        let mut v = [0f64; 6];
+        for j in 0..N {
+            v[j] = *s[j].get_unchecked(k) as f64;
+        }
+        let w = rule(p, &mut v);
+        for j in 1..N {
+            if MUT & (1 << j) != 0 {
+                *s[j].get_unchecked_mut(k) = v[j] as f32;
+            }
+        }
+        w as f32
+    }
     // two loops so that each has one store target for the result
     if out == ins[0] {
         for k in 0..len {
-            let mut v = [0f64; 6];
-            for j in 0..N {
-                v[j] = *s[j].get_unchecked(k) as f64;
-            }
-            let w = rule(p, &mut v);
-            for j in 1..N {
-                if MUT & (1 << j) != 0 {
-                    *s[j].get_unchecked_mut(k) = v[j] as f32;
-                }
-            }
-            *s[0].get_unchecked_mut(k) = w as f32;
+            let w = step::<N, MUT, R>(p, &mut s, k, rule);
+            *s[0].get_unchecked_mut(k) = w;
         }
     } else {
         let sep = std::slice::from_raw_parts_mut(out.add(lo), len);
         for k in 0..len {
-            let mut v = [0f64; 6];
-            for j in 0..N {
-                v[j] = *s[j].get_unchecked(k) as f64;
-            }
-            let w = rule(p, &mut v);
-            for j in 1..N {
-                if MUT & (1 << j) != 0 {
-                    *s[j].get_unchecked_mut(k) = v[j] as f32;
-                }
-            }
-            *sep.get_unchecked_mut(k) = w as f32;
+            *sep.get_unchecked_mut(k) = step::<N, MUT, R>(p, &mut s, k, rule);
         }
     }
 }
