@@ -6,7 +6,8 @@
 for oxnet ImageRecordIter and ImageIter, MXNet 1.9.1 ImageRecordIter and
 ImageIter (run in a subprocess with $MXNET_VENV, default /work/venvs/mxnet),
 and Pillow on 2 threads (when Pillow is installed); plus decode-only
-images/s on 1 and 2 threads and the speed-up of
+images/s on 1 and 2 threads (oxnet, and libjpeg-turbo through simplejpeg
+when installed: the issue's ceiling measured here) and the speed-up of
 ``[mx.image.imdecode(b) for b in bufs]`` over decoding one by one.
 
 Run after `make release` (a debug build is 10-50x slower):
@@ -233,6 +234,18 @@ def main():
 
     res["oxnet decode only, 1 thread"] = decode_rate(dec, bufs, 1)
     res["oxnet decode only, 2 threads"] = decode_rate(dec, bufs, 2)
+    # the ceiling of the table, on this machine: libjpeg-turbo
+    # through simplejpeg (pip install simplejpeg), when installed
+    try:
+        import simplejpeg
+
+        def turbo(b):
+            return simplejpeg.decode_jpeg(b, "RGB")
+
+        res["libjpeg-turbo (simplejpeg) decode only, 1 thread"] = decode_rate(turbo, bufs, 1)
+        res["libjpeg-turbo (simplejpeg) decode only, 2 threads"] = decode_rate(turbo, bufs, 2)
+    except ImportError:
+        print("(simplejpeg not installed: libjpeg-turbo rows skipped)")
     # imdecode list comprehension: pushed to the engine vs one by one
     many = bufs * max(1, 64 // len(bufs))
     t0 = time.perf_counter()
