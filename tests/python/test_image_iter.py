@@ -329,3 +329,32 @@ def test_im2rec_list_and_pack(tmp_path):
     assert r.returncode == 0
     assert len(open(prefix + "_train.lst").read().splitlines()) == 2
     assert len(open(prefix + "_val.lst").read().splitlines()) == 1
+
+
+@pytest.mark.parametrize("crop", ["random", "center"])
+@pytest.mark.parametrize("interp", [1, 2, 3, 10])
+@pytest.mark.parametrize("size", [40, 200])
+def test_imageiter_resize_then_crop_in_one_pass(crop, interp, size):
+    # ResizeAug + a crop of the output size run as one window resize when
+    # shrinking (200 enlarges these images: the two-step path); same random
+    # draws, pixels within 1 of resizing and then cropping
+    def make():
+        Crop = mx.image.RandomCropAug if crop == "random" else mx.image.CenterCropAug
+        augs = [mx.image.ResizeAug(size, interp), Crop((32, 24), interp), mx.image.CastAug()]
+        return mx.image.ImageIter(3, (3, 24, 32), label_width=2, path_imgrec=REC, path_imgidx=IDX, aug_list=augs)
+
+    def two_steps(self, data):
+        for aug in self.auglist:
+            data = aug(data)
+        return data
+
+    random.seed(7)
+    got = [b.data[0].asnumpy() for b in make()]
+    ref_it = make()
+    ref_it.augmentation_transform = two_steps.__get__(ref_it)
+    random.seed(7)
+    want = [b.data[0].asnumpy() for b in ref_it]
+    assert len(got) == len(want) > 0
+    for g, w in zip(got, want):
+        assert np.abs(g - w).max() <= 1
+        assert (g != w).mean() < 0.01

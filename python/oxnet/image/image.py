@@ -345,6 +345,32 @@ class ResizeAug(Augmenter):
         return resize_short(src, self.size, self.interp)
 
 
+def _resize_then_crop(src, resize, crop):
+    """``crop(resize(src))`` for a ResizeAug and a RandomCropAug /
+    CenterCropAug, drawing the same random numbers in the same order; a
+    shrinking resize whose crop needs no second resize is one window resize
+    of the source."""
+    _check_image(src, "resize_short")
+    h, w, _ = src.shape
+    size = resize.size
+    if h > w:
+        new_h, new_w = size * h // w, size
+    else:
+        new_h, new_w = size, size * w // h
+    interp = _get_interp_method(resize.interp, (h, w, new_h, new_w))
+    cw, ch = scale_down((new_w, new_h), crop.size)
+    if (src.dtype != np.uint8 or interp not in (1, 2, 4) or new_h > h or new_w > w or new_h < 1 or new_w < 1
+            or (cw, ch) != tuple(crop.size)):
+        return crop(imresize(src, new_w, new_h, interp=interp))
+    if type(crop) is RandomCropAug:
+        x0 = random.randint(0, new_w - cw)
+        y0 = random.randint(0, new_h - ch)
+    else:
+        x0 = int((new_w - cw) / 2)
+        y0 = int((new_h - ch) / 2)
+    return _native.image_resize_window(src, new_w, new_h, (x0, y0, cw, ch), interp)
+
+
 class ForceResizeAug(Augmenter):
     """Resize to exactly ``size`` (w, h), ignoring the aspect."""
 
@@ -951,9 +977,21 @@ class ImageIter(io.DataIter):
             return fin.read()
 
     def augmentation_transform(self, data):
-        """Apply the augmenters in order."""
-        for aug in self.auglist:
+        """Apply the augmenters in order. A ResizeAug followed by a
+        RandomCropAug / CenterCropAug of the crop's own size runs as one
+        window resize when it shrinks (only the cropped part is resized;
+        same random draws and, up to rounding, the same pixels)."""
+        augs = self.auglist
+        i = 0
+        while i < len(augs):
+            aug = augs[i]
+            if (type(aug) is ResizeAug and i + 1 < len(augs)
+                    and type(augs[i + 1]) in (RandomCropAug, CenterCropAug)):
+                data = _resize_then_crop(data, aug, augs[i + 1])
+                i += 2
+                continue
             data = aug(data)
+            i += 1
         return data
 
     def postprocess_data(self, datum):

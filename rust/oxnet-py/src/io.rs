@@ -342,6 +342,63 @@ fn interp_of(code: i32) -> Result<Interp> {
     Interp::from_mxnet(code, (1, 1), (1, 1), None)
 }
 
+/// The window `win` (x, y, w, h) of a uint8 HWC image resized to
+/// `full_w` x `full_h`, computed without resizing the rest (a resize and a
+/// crop in one pass; see `Resizer::resize_window`). Interpolation 1, 2 or 4.
+#[pyfunction]
+#[pyo3(signature = (src, full_w, full_h, win, interp=1))]
+fn image_resize_window(
+    py: Python<'_>,
+    src: PyRef<'_, NDArray>,
+    full_w: usize,
+    full_h: usize,
+    win: (usize, usize, usize, usize),
+    interp: i32,
+) -> PyResult<Py<NDArray>> {
+    let s = src.inner.clone();
+    need_u8("imresize", &s).py_err()?;
+    let (sh, sw, c) = hwc("imresize", &s).py_err()?;
+    let r = Rect {
+        x: win.0,
+        y: win.1,
+        w: win.2,
+        h: win.3,
+    };
+    if full_w == 0
+        || full_h == 0
+        || r.w == 0
+        || r.h == 0
+        || r.x + r.w > full_w
+        || r.y + r.h > full_h
+    {
+        return Err(PyValueError::new_err(format!(
+            "imresize: window (x0={}, y0={}, w={}, h={}) is empty or outside the {full_w}x{full_h} output",
+            r.x, r.y, r.w, r.h
+        )));
+    }
+    let it = interp_of(interp).py_err()?;
+    if matches!(it, Interp::Nearest | Interp::Area) {
+        return Err(PyValueError::new_err(format!(
+            "imresize: a window resize needs interp 1, 2 or 4, got {interp}"
+        )));
+    }
+    throttle(py);
+    let a = push_map(
+        "imresize",
+        Some(&s),
+        None,
+        vec![r.h, r.w, c],
+        DType::U8,
+        move |sb, db| {
+            let sb = sb.expect("source");
+            let view = ImageView::new(sh, sw, c, sb.bytes())?;
+            Resizer::new().resize_window_into(view, full_w, full_h, r, it, db.bytes_mut())
+        },
+    )
+    .py_err()?;
+    wrap(py, a)
+}
+
 /// Resize the region (x, y, w, h) of a uint8 HWC image (the whole image
 /// when `rect` is None) to `w` x `h` with MXNet interpolation code 0-4.
 #[pyfunction]
@@ -912,6 +969,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(decode_shape, m)?)?;
     m.add_function(wrap_pyfunction!(imdecode_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(image_resize, m)?)?;
+    m.add_function(wrap_pyfunction!(image_resize_window, m)?)?;
     m.add_function(wrap_pyfunction!(image_flip_lr, m)?)?;
     m.add_function(wrap_pyfunction!(image_copy_make_border, m)?)?;
     m.add_function(wrap_pyfunction!(image_color, m)?)?;

@@ -665,6 +665,27 @@ impl Resizer {
         if matches!(interp, Interp::Nearest | Interp::Area) {
             return Ok(None);
         }
+        let mut out = Image::zeros(win.h.max(1), win.w.max(1), src.channels);
+        self.resize_window_into(src, full_w, full_h, win, interp, &mut out.data)?;
+        Ok(Some(out))
+    }
+
+    /// [`Resizer::resize_window`] writing HWC u8 into `dst` (win.h x win.w);
+    /// nearest and area are refused.
+    pub fn resize_window_into(
+        &mut self,
+        src: ImageView<'_>,
+        full_w: usize,
+        full_h: usize,
+        win: Rect,
+        interp: Interp,
+        dst: &mut [u8],
+    ) -> Result<()> {
+        if matches!(interp, Interp::Nearest | Interp::Area) {
+            return Err(Error::Param(
+                "imresize: a window resize needs bilinear, bicubic or Lanczos".into(),
+            ));
+        }
         check_dims(
             "imresize",
             src.height,
@@ -693,9 +714,8 @@ impl Resizer {
             (win.w as f64 * sx).min(src.width as f64 - left),
             (win.h as f64 * sy).min(src.height as f64 - top),
         );
-        let mut out = Image::zeros(win.h, win.w, src.channels);
-        self.fir_resize(src, crop, &mut out.data, win.w, win.h, interp)?;
-        Ok(Some(out))
+        check_dims("imresize output", win.h, win.w, src.channels, dst.len())?;
+        self.fir_resize(src, crop, dst, win.w, win.h, interp)
     }
 
     /// Resize a region into a new image.
