@@ -840,7 +840,8 @@ def _getitem(self, key):
         r = _invoke1("gather_nd", [self, array(idx.reshape(idx.shape[0], -1), ctx=self.context, dtype="int64")])
         return r.reshape(result)
     # Ellipsis / None among index arrays: the same key without them over a
-    # reshaped view (still on the device, differentiable).
+    # reshaped view (on the device and differentiable when it is a mixed or
+    # advanced key there).
     unfolded = _unfold_key(self.shape, key)
     if unfolded is not None:
         new_shape, new_key = unfolded
@@ -848,8 +849,7 @@ def _getitem(self, key):
             view = _invoke1("Reshape", [self], {"shape": new_shape})
         else:
             view = self.reshape(new_shape)
-        if _mixed_index(new_shape, new_key) is not None or _advanced_index(new_shape, new_key) is not None:
-            return _getitem(view, new_key)
+        return _getitem(view, new_key)
     # Anything else (multi-dimensional boolean masks with slices): computed
     # on a host copy (exact NumPy semantics), then returned as a new array.
     res = self.asnumpy()[key]
@@ -955,10 +955,8 @@ def _setitem(self, key, value):
     # reshaped view sharing this array's storage.
     unfolded = _unfold_key(self.shape, key)
     if unfolded is not None:
-        new_shape, new_key = unfolded
-        if _mixed_index(new_shape, new_key) is not None or _advanced_index(new_shape, new_key) is not None:
-            _setitem(self.reshape(new_shape), new_key, value)
-            return
+        _setitem(self.reshape(unfolded[0]), unfolded[1], value)
+        return
     # Anything else (multi-dimensional boolean masks with slices): NumPy
     # semantics on a host copy, written back.
     host = self.asnumpy()

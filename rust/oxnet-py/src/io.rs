@@ -6,7 +6,7 @@ use crate::errors::IntoPy;
 use crate::ndarray::{wrap, NDArray};
 use oxnet_core::base::fmt_shape;
 use oxnet_core::engine;
-use oxnet_core::io::image::{self, ImageView, Interp, Normalize, Rect, Resizer};
+use oxnet_core::io::image::{self, ImageView, Interp, Normalize, Rect};
 use oxnet_core::io::pipeline::{
     AugmentConfig, LastBatch, OutDType, Pipeline, PipelineConfig, RecordSource,
 };
@@ -377,7 +377,7 @@ fn image_resize_window(
         )));
     }
     let it = interp_of(interp).py_err()?;
-    if matches!(it, Interp::Nearest | Interp::Area) {
+    if !it.is_filter() {
         return Err(PyValueError::new_err(format!(
             "imresize: a window resize needs interp 1, 2 or 4, got {interp}"
         )));
@@ -392,7 +392,9 @@ fn image_resize_window(
         move |sb, db| {
             let sb = sb.expect("source");
             let view = ImageView::new(sh, sw, c, sb.bytes())?;
-            Resizer::new().resize_window_into(view, full_w, full_h, r, it, db.bytes_mut())
+            image::with_resizer(|z| {
+                z.resize_window_into(view, full_w, full_h, r, it, db.bytes_mut())
+            })
         },
     )
     .py_err()?;
@@ -458,7 +460,7 @@ fn image_resize(
                 }
                 return Ok(());
             }
-            Resizer::new().resize_into(view, r, db.bytes_mut(), w, h, it)
+            image::with_resizer(|z| z.resize_into(view, r, db.bytes_mut(), w, h, it))
         },
     )
     .py_err()?;

@@ -467,6 +467,12 @@ pub enum Interp {
 }
 
 impl Interp {
+    /// Bilinear, bicubic and Lanczos: the convolution filters, which can
+    /// resize a window of the output (`Resizer::resize_window`).
+    pub fn is_filter(self) -> bool {
+        !matches!(self, Interp::Nearest | Interp::Area)
+    }
+
     /// Resolve an MXNet interpolation code for a resize from (src_h, src_w) to
     /// (dst_h, dst_w): 0-4 as is, 9 = bicubic when enlarging, area when
     /// shrinking, bilinear otherwise, 10 = one of 0-4 drawn from `rng`.
@@ -568,6 +574,16 @@ pub struct Resizer {
     inner: fir::Resizer,
 }
 
+thread_local! {
+    static RESIZER: std::cell::RefCell<Resizer> = std::cell::RefCell::new(Resizer::new());
+}
+
+/// Run `f` with this thread's resizer, whose buffers are kept between calls
+/// (decode threads and engine workers resize image after image).
+pub fn with_resizer<R>(f: impl FnOnce(&mut Resizer) -> R) -> R {
+    RESIZER.with(|r| f(&mut r.borrow_mut()))
+}
+
 impl Resizer {
     pub fn new() -> Resizer {
         Resizer {
@@ -662,7 +678,7 @@ impl Resizer {
         win: Rect,
         interp: Interp,
     ) -> Result<Option<Image>> {
-        if matches!(interp, Interp::Nearest | Interp::Area) {
+        if !interp.is_filter() {
             return Ok(None);
         }
         let mut out = Image::zeros(win.h.max(1), win.w.max(1), src.channels);
@@ -681,7 +697,7 @@ impl Resizer {
         interp: Interp,
         dst: &mut [u8],
     ) -> Result<()> {
-        if matches!(interp, Interp::Nearest | Interp::Area) {
+        if !interp.is_filter() {
             return Err(Error::Param(
                 "imresize: a window resize needs bilinear, bicubic or Lanczos".into(),
             ));
@@ -859,7 +875,7 @@ pub fn imresize(src: ImageView<'_>, w: usize, h: usize, interp: i32) -> Result<I
         w: src.width,
         h: src.height,
     };
-    Resizer::new().resize(src, full, w, h, it)
+    with_resizer(|r| r.resize(src, full, w, h, it))
 }
 
 /// The (height, width) `resize_short` produces: the shorter side becomes
@@ -905,7 +921,7 @@ pub fn fixed_crop(
     match size {
         Some((w, h)) if (w, h) != (rect.w, rect.h) => {
             let it = Interp::from_mxnet(interp, (rect.h, rect.w), (h, w), None)?;
-            Resizer::new().resize(src, rect, w, h, it)
+            with_resizer(|r| r.resize(src, rect, w, h, it))
         }
         _ => Ok(crop(src, rect)),
     }

@@ -12,7 +12,7 @@
 use crate::base::context::Context;
 use crate::base::dtype::DType;
 use crate::error::{Error, Result};
-use crate::io::image::{self, ImageView, Interp, Normalize, Rect, Resizer};
+use crate::io::image::{self, ImageView, Interp, Normalize, Rect};
 use crate::io::recordio::{self, RecordReader};
 use crate::ndarray::NDArray;
 use crate::random::Rng;
@@ -187,10 +187,6 @@ impl BatchData {
         let arr = NDArray::empty(shape, dt, Context::default())?;
         arr.blob()?; // allocate now, on the producer thread
         Ok(BatchData { arr })
-    }
-    /// The array (shared storage; the pipeline no longer writes to it).
-    pub fn ndarray(&self) -> &NDArray {
-        &self.arr
     }
     pub fn into_ndarray(self) -> NDArray {
         self.arr
@@ -621,7 +617,6 @@ fn produce(
 }
 
 thread_local! {
-    static RESIZER: RefCell<Resizer> = RefCell::new(Resizer::new());
     static DECODE_BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
@@ -770,7 +765,7 @@ fn process(sh: &Shared, epoch: u64, idx: usize, slot: Slot<'_>, label: &mut [f32
     // 4. shrinking to a crop of the output size: resize only the window
     let shrink = rw <= img.width && rh <= img.height;
     if let (Some(it), true) = (resize_it, shrink && (rect.w, rect.h) == (w, h)) {
-        let win = RESIZER.with(|r| r.borrow_mut().resize_window(img.view(), rw, rh, rect, it))?;
+        let win = image::with_resizer(|r| r.resize_window(img.view(), rw, rh, rect, it))?;
         if let Some(win) = win {
             let res = write(win.view(), Rect { x: 0, y: 0, w, h });
             give_back(img.data);
@@ -787,7 +782,7 @@ fn process(sh: &Shared, epoch: u64, idx: usize, slot: Slot<'_>, label: &mut [f32
                 w: img.width,
                 h: img.height,
             };
-            let r = RESIZER.with(|r| r.borrow_mut().resize(img.view(), full, rw, rh, it))?;
+            let r = image::with_resizer(|r| r.resize(img.view(), full, rw, rh, it))?;
             give_back(img.data);
             r
         }
@@ -803,7 +798,7 @@ fn process(sh: &Shared, epoch: u64, idx: usize, slot: Slot<'_>, label: &mut [f32
             (h, w),
             Some(&mut rng),
         )?;
-        resized = RESIZER.with(|r| r.borrow_mut().resize(img.view(), rect, w, h, it))?;
+        resized = image::with_resizer(|r| r.resize(img.view(), rect, w, h, it))?;
         (resized.view(), Rect { x: 0, y: 0, w, h })
     };
     let res = write(view, rect);

@@ -27,10 +27,30 @@ fn apply2<T: Copy, F: Fn(T, T) -> T>(a: &[T], b: &[T], y: &mut [T], f: &F) {
     }
 }
 
+/// C = 0 over an m x n strided block (a product with an empty inner
+/// dimension that overwrites its destination).
+///
+/// # Safety
+/// Every `c[i * rs + j * cs]` for i < m, j < n must be writable.
+pub(crate) unsafe fn zero_strided<T: Copy>(
+    m: usize,
+    n: usize,
+    c: *mut T,
+    rs: isize,
+    cs: isize,
+    zero: T,
+) {
+    for i in 0..m {
+        for j in 0..n {
+            *c.offset(i as isize * rs + j as isize * cs) = zero;
+        }
+    }
+}
+
 /// Whether this CPU runs the AVX2+FMA copies of the element-wise loops.
 #[cfg(target_arch = "x86_64")]
 #[inline]
-fn wide_cpu() -> bool {
+pub(crate) fn wide_cpu() -> bool {
     is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
 }
 
@@ -77,13 +97,7 @@ fn apply2_wide<T: Copy, F: Fn(T, T) -> T>(a: &[T], b: &[T], y: &mut [T], f: &F) 
 /// `y[i] = f(x[i])` for compute-heavy `f` (the fast transcendentals): like
 /// [`map1`], on AVX2 where the CPU has it.
 pub fn map1_wide<A: Copy + Sync, B: Copy + Send>(x: &[A], y: &mut [B], f: impl Fn(A) -> B + Sync) {
-    if y.len() >= 2 * PAR_GRAIN {
-        par_chunks_mut(y, PAR_GRAIN, |c, yc| {
-            apply1_wide(&x[c * PAR_GRAIN..c * PAR_GRAIN + yc.len()], yc, &f)
-        });
-    } else {
-        apply1_wide(x, y, &f);
-    }
+    split1(x, y, &f, apply1_wide)
 }
 
 /// `y[i] = f(a[i], b[i])` for same-shape inputs and compute-heavy `f`.
@@ -93,26 +107,50 @@ pub fn map2_wide<T: Copy + Send + Sync>(
     y: &mut [T],
     f: impl Fn(T, T) -> T + Sync,
 ) {
+    split2(a, b, y, &f, apply2_wide)
+}
+
+/// Run `apply` over `PAR_GRAIN` chunks of `y` in parallel (or at once
+/// when small).
+#[inline]
+fn split1<A: Copy + Sync, B: Copy + Send, F: Fn(A) -> B + Sync>(
+    x: &[A],
+    y: &mut [B],
+    f: &F,
+    apply: fn(&[A], &mut [B], &F),
+) {
+    if y.len() >= 2 * PAR_GRAIN {
+        par_chunks_mut(y, PAR_GRAIN, |c, yc| {
+            apply(&x[c * PAR_GRAIN..c * PAR_GRAIN + yc.len()], yc, f)
+        });
+    } else {
+        apply(x, y, f);
+    }
+}
+
+/// The two-input [`split1`] (same-length inputs).
+#[inline]
+fn split2<T: Copy + Send + Sync, F: Fn(T, T) -> T + Sync>(
+    a: &[T],
+    b: &[T],
+    y: &mut [T],
+    f: &F,
+    apply: fn(&[T], &[T], &mut [T], &F),
+) {
     if y.len() >= 2 * PAR_GRAIN {
         par_chunks_mut(y, PAR_GRAIN, |c, yc| {
             let s = c * PAR_GRAIN;
-            apply2_wide(&a[s..s + yc.len()], &b[s..s + yc.len()], yc, &f)
+            apply(&a[s..s + yc.len()], &b[s..s + yc.len()], yc, f)
         });
     } else {
-        apply2_wide(a, b, y, &f);
+        apply(a, b, y, f);
     }
 }
 
 /// y[i] = f(x[i]).
 #[inline]
 pub fn map1<A: Copy + Sync, B: Copy + Send>(x: &[A], y: &mut [B], f: impl Fn(A) -> B + Sync) {
-    if y.len() >= 2 * PAR_GRAIN {
-        par_chunks_mut(y, PAR_GRAIN, |c, yc| {
-            apply1(&x[c * PAR_GRAIN..c * PAR_GRAIN + yc.len()], yc, &f)
-        });
-    } else {
-        apply1(x, y, &f);
-    }
+    split1(x, y, &f, apply1)
 }
 
 /// out[i] = f(a[i], b[i]) with NumPy broadcasting between `ash` and `bsh`.
@@ -130,14 +168,7 @@ pub fn map2<T: Copy + Send + Sync>(
         return;
     }
     if a.len() == n && b.len() == n {
-        if n >= 2 * PAR_GRAIN {
-            par_chunks_mut(out, PAR_GRAIN, |c, oc| {
-                let s = c * PAR_GRAIN;
-                apply2(&a[s..s + oc.len()], &b[s..s + oc.len()], oc, &f)
-            });
-        } else {
-            apply2(a, b, out, &f);
-        }
+        split2(a, b, out, &f, apply2);
         return;
     }
     if b.len() == 1 && a.len() == n {

@@ -474,11 +474,7 @@ pub unsafe fn sgemm_b(
     }
     if k == 0 {
         if !acc {
-            for i in 0..m {
-                for j in 0..n {
-                    *c.offset(i as isize * crs + j as isize * ccs) = 0.0;
-                }
-            }
+            crate::ops::kernels::zero_strided(m, n, c, crs, ccs, 0.0);
         }
         return;
     }

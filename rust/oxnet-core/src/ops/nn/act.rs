@@ -721,7 +721,7 @@ unsafe fn sm_rows_grad_f32_avx2(g: &[f32], y: &[f32], d: &mut [f32], n: usize, t
 
 fn sm_rows_f32(x: &[f32], y: &mut [f32], n: usize, t: f32, log: bool) {
     #[cfg(target_arch = "x86_64")]
-    if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+    if crate::ops::kernels::wide_cpu() {
         // SAFETY: the CPU has AVX2 and FMA
         return unsafe { sm_rows_f32_avx2(x, y, n, t, log) };
     }
@@ -732,7 +732,7 @@ fn sm_rows_f32(x: &[f32], y: &mut [f32], n: usize, t: f32, log: bool) {
 
 fn sm_rows_grad_f32(g: &[f32], y: &[f32], d: &mut [f32], n: usize, t: f32, log: bool) {
     #[cfg(target_arch = "x86_64")]
-    if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+    if crate::ops::kernels::wide_cpu() {
         // SAFETY: the CPU has AVX2 and FMA
         return unsafe { sm_rows_grad_f32_avx2(g, y, d, n, t, log) };
     }

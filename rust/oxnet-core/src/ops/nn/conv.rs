@@ -63,11 +63,7 @@ unsafe fn mm<T: GemmT>(
     }
     if k == 0 {
         if !acc {
-            for i in 0..m {
-                for j in 0..n {
-                    *dst.offset(i as isize * drs + j as isize * dcs) = T::from_f64(0.0);
-                }
-            }
+            crate::ops::kernels::zero_strided(m, n, dst, drs, dcs, T::from_f64(0.0));
         }
         return;
     }
