@@ -17,7 +17,7 @@
 //! is gathered from the padded image while packing, and the data gradient
 //! as the stride-1 convolution of dy with the flipped, channel-swapped
 //! weights.
-use super::{backward_op, fill_shape, fwd_attrs, infer_float_same};
+use super::{backward_op, fill_shape, fwd_attrs, infer_float_same, winograd};
 use crate::base::dtype::Elem;
 use crate::base::{fmt_shape, DType, Shape};
 use crate::error::{Error, Result};
@@ -42,7 +42,7 @@ impl GemmT for f16 {}
 /// The pointers must cover the described matrices; dst must not alias.
 #[allow(clippy::too_many_arguments)]
 #[inline]
-unsafe fn mm<T: GemmT>(
+pub(super) unsafe fn mm<T: GemmT>(
     m: usize,
     n: usize,
     k: usize,
@@ -968,6 +968,18 @@ fn conv_fwd_gathered<T: GemmT>(g: &Geo, x: &[T], w: &[T], y: &mut [T]) {
     });
 }
 
+/// `s` as float32 (callers check that T is f32).
+fn as_f32<T: 'static>(s: &[T]) -> &[f32] {
+    assert_eq!(std::any::TypeId::of::<T>(), std::any::TypeId::of::<f32>());
+    // SAFETY: T is f32.
+    unsafe { std::slice::from_raw_parts(s.as_ptr() as *const f32, s.len()) }
+}
+fn as_f32_mut<T: 'static>(s: &mut [T]) -> &mut [f32] {
+    assert_eq!(std::any::TypeId::of::<T>(), std::any::TypeId::of::<f32>());
+    // SAFETY: T is f32.
+    unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr() as *mut f32, s.len()) }
+}
+
 /// Run `f(image, scratch)` for every image, in parallel over images when
 /// there are several (each GEMM then runs on one thread).
 fn for_images<S: Send>(
@@ -987,6 +999,9 @@ fn for_images<S: Send>(
 
 /// y = conv(x, w) without bias; x (N, Cin, xs), w (Cout, Cin/g, k), y (N, Cout, ys).
 pub fn conv_fwd<T: GemmT>(g: &Geo, x: &[T], w: &[T], y: &mut [T]) {
+    if winograd::eligible::<T>(g) {
+        return winograd::conv_fwd(g, as_f32(x), as_f32(w), as_f32_mut(y));
+    }
     let (cin_g, cout_g, kk) = (g.cin_g(), g.cout_g(), g.kk());
     let (xsz, ysz) = (g.xsz(), g.ysz());
     let yp = SendPtr(y.as_mut_ptr());
@@ -1068,9 +1083,9 @@ pub fn conv_bwd_data<T: GemmT>(g: &Geo, dy: &[T], w: &[T], dx: &mut [T]) {
     let (cin_g, cout_g, kk) = (g.cin_g(), g.cout_g(), g.kk());
     // At stride 1 the data gradient is itself a stride-1 convolution: dy
     // padded by d*(k-1)-p, with the weights flipped in space and their
-    // channel axes swapped. That runs as one gathered GEMM per image.
-    #[cfg(target_arch = "x86_64")]
-    if g.gathered::<T>() && (0..3).all(|a| g.p[a] <= g.d[a] * (g.k[a] - 1)) {
+    // channel axes swapped. That runs as one gathered GEMM per image, or by
+    // Winograd's algorithm for 3x3 filters.
+    if g.s == [1; 3] && (0..3).all(|a| g.p[a] <= g.d[a] * (g.k[a] - 1)) {
         let g2 = Geo {
             n: g.n,
             cin: g.cout,
@@ -1083,19 +1098,21 @@ pub fn conv_bwd_data<T: GemmT>(g: &Geo, dy: &[T], w: &[T], dx: &mut [T]) {
             d: g.d,
             p: std::array::from_fn(|a| g.d[a] * (g.k[a] - 1) - g.p[a]),
         };
-        let mut w2 = vec![T::from_f64(0.0); w.len()];
-        for gi in 0..g.g {
-            for co in 0..cout_g {
-                for ci in 0..cin_g {
-                    let src = &w[((gi * cout_g + co) * cin_g + ci) * kk..][..kk];
-                    let dst = &mut w2[((gi * cin_g + ci) * cout_g + co) * kk..][..kk];
-                    for (d, s) in dst.iter_mut().zip(src.iter().rev()) {
-                        *d = *s;
+        if g.gathered::<T>() || winograd::eligible::<T>(&g2) {
+            let mut w2 = vec![T::from_f64(0.0); w.len()];
+            for gi in 0..g.g {
+                for co in 0..cout_g {
+                    for ci in 0..cin_g {
+                        let src = &w[((gi * cout_g + co) * cin_g + ci) * kk..][..kk];
+                        let dst = &mut w2[((gi * cin_g + ci) * cout_g + co) * kk..][..kk];
+                        for (d, s) in dst.iter_mut().zip(src.iter().rev()) {
+                            *d = *s;
+                        }
                     }
                 }
             }
+            return conv_fwd(&g2, dy, &w2, dx);
         }
-        return conv_fwd_gathered(&g2, dy, &w2, dx);
     }
     let (xsz, ysz) = (g.xsz(), g.ysz());
     let dxp = SendPtr(dx.as_mut_ptr());
@@ -1175,6 +1192,9 @@ pub fn conv_bwd_data<T: GemmT>(g: &Geo, dy: &[T], w: &[T], dx: &mut [T]) {
 
 /// dw = sum over images of dy . col(x)^T.
 pub fn conv_bwd_weight<T: GemmT>(g: &Geo, x: &[T], dy: &[T], dw: &mut [T]) {
+    if winograd::eligible::<T>(g) {
+        return winograd::conv_bwd_weight(g, as_f32(x), as_f32(dy), as_f32_mut(dw));
+    }
     let (cin_g, cout_g, kk) = (g.cin_g(), g.cout_g(), g.kk());
     let (xsz, ysz) = (g.xsz(), g.ysz());
     let wsz = g.cout * cin_g * kk;

@@ -13,6 +13,7 @@ pub mod act;
 pub mod conv;
 pub mod misc;
 pub mod pool;
+pub mod winograd;
 
 pub static OPS: &[&OpDef] = &[
     &conv::FULLY_CONNECTED,
