@@ -100,6 +100,14 @@ mod imp {
                     let src = base.offset(p as isize * a.cs);
                     std::ptr::copy_nonoverlapping(src, out.as_mut_ptr().add(p * MR), MR);
                 }
+            } else if a.cs == 1 && rows == MR {
+                // row-major A: read the MR rows side by side, write in order
+                let rp: [*const f32; MR] = std::array::from_fn(|i| base.offset(i as isize * a.rs));
+                for p in 0..kc {
+                    for (i, r) in rp.iter().enumerate() {
+                        *out.get_unchecked_mut(p * MR + i) = *r.add(p);
+                    }
+                }
             } else {
                 for i in 0..MR {
                     if i < rows {

@@ -132,7 +132,8 @@ impl Scratch {
     }
 }
 
-/// `U[xi][co][ci] = (G w G^T)[xi]` for the (Cout, Cin, 3, 3) filters.
+/// `U[xi][ci][co] = (G w G^T)[xi]` for the (Cout, Cin, 3, 3) filters:
+/// each U[xi] column-major, which the GEMM packs by plain copies.
 fn transform_filters(g: &Geo, w: &[f32]) -> Vec<f32> {
     let (co_n, ci_n) = (g.cout, g.cin);
     let mut u = vec![0.0f32; 16 * co_n * ci_n];
@@ -152,7 +153,7 @@ fn transform_filters(g: &Geo, w: &[f32]) -> Vec<f32> {
                 let (a, b, c) = (r[0], r[1], r[2]);
                 let row = [a, 0.5 * (a + b + c), 0.5 * (a - b + c), c];
                 for (j, &val) in row.iter().enumerate() {
-                    u[((i * 4 + j) * co_n + co) * ci_n + ci] = val;
+                    u[((i * 4 + j) * ci_n + ci) * co_n + co] = val;
                 }
             }
         }
@@ -416,7 +417,7 @@ pub fn conv_fwd(g: &Geo, x: &[f32], w: &[f32], y: &mut [f32]) {
                     nt as isize,
                     false,
                     u.as_ptr().add(xi * g.cout * g.cin),
-                    (g.cin as isize, 1),
+                    (1, g.cout as isize),
                     s.v.as_ptr().add(xi * g.cin * nt),
                     (nt as isize, 1),
                     threads,
