@@ -184,14 +184,7 @@ fn split_row(
     } else {
         (o, e, pw / 2, pw / 2 + 1)
     };
-    let pairs = w / 2;
-    for (m, pr) in src.chunks_exact(2).enumerate() {
-        first[off1 + m] = pr[0];
-        second[off2 + m] = pr[1];
-    }
-    if w % 2 == 1 {
-        first[off1 + pairs] = src[w - 1];
-    }
+    deinterleave(src, &mut first[off1..], &mut second[off2..]);
 }
 
 /// `dst = a + sb * b`, element-wise.
@@ -214,8 +207,15 @@ fn transform_input_impl(g: &Geo, t: &Tiling, x: &[f32], (r0, r1): (usize, usize)
     for ci in 0..g.cin {
         let plane = &x[ci * h * w..][..h * w];
         for ty in r0..r1 {
-            // rows[(2i)*n1..] even columns of padded row 2ty+i, then odd
-            for i in 0..4 {
+            // rows[(2i)*n1..] even columns of padded row 2ty+i, then odd;
+            // rows 2ty+2 and 2ty+3 are the next tile row's first two.
+            let fresh = if ty == r0 {
+                0
+            } else {
+                rows.copy_within(4 * n1..8 * n1, 0);
+                2
+            };
+            for i in fresh..4 {
                 let (e, o) = rows[2 * i * n1..][..2 * n1].split_at_mut(n1);
                 split_row(plane, (h, w), (g.p[1], g.p[2]), 2 * ty + i, e, o);
             }
@@ -308,23 +308,16 @@ fn transform_grad_impl(g: &Geo, t: &Tiling, dy: &[f32], (r0, r1): (usize, usize)
     let tw = t.tw;
     let nt = (r1 - r0) * tw;
     // e/o of the two dy rows: rows[0..4][tx] = e0, o0, e1, o1
-    let rows = &mut s.rows;
+    let (rows, pq, m) = (&mut s.rows, &mut s.eo, &mut s.m);
     for co in 0..g.cout {
         let plane = &dy[co * h * w..][..h * w];
         for ty in r0..r1 {
             rows[..4 * tw].fill(0.0);
             for a in 0..2 {
                 let oy = 2 * ty + a;
-                if oy >= h {
-                    continue;
-                }
-                let src = &plane[oy * w..][..w];
-                let (e, o) = rows[2 * a * tw..][..2 * tw].split_at_mut(tw);
-                for (tx, p) in src.chunks(2).enumerate() {
-                    e[tx] = p[0];
-                    if p.len() == 2 {
-                        o[tx] = p[1];
-                    }
+                if oy < h {
+                    let (e, o) = rows[2 * a * tw..][..2 * tw].split_at_mut(tw);
+                    deinterleave(&plane[oy * w..][..w], e, o);
                 }
             }
             let base = (ty - r0) * tw;
@@ -333,23 +326,50 @@ fn transform_grad_impl(g: &Geo, t: &Tiling, dy: &[f32], (r0, r1): (usize, usize)
             let (e1, o1) = (&rest[..tw], &rest[tw..2 * tw]);
             // A dy: rows r0, r0+r1, r0-r1, -r1; then the same across columns.
             for i in 0..4 {
-                let at = |j: usize| (((i * 4 + j) * g.cout + co) * nt) + base;
-                let (q0, q1, q2, q3) = (at(0), at(1), at(2), at(3));
-                let m = &mut s.m;
-                for tx in 0..tw {
-                    let (e, o) = match i {
-                        0 => (e0[tx], o0[tx]),
-                        1 => (e0[tx] + e1[tx], o0[tx] + o1[tx]),
-                        2 => (e0[tx] - e1[tx], o0[tx] - o1[tx]),
-                        _ => (-e1[tx], -o1[tx]),
-                    };
-                    m[q0 + tx] = e;
-                    m[q1 + tx] = e + o;
-                    m[q2 + tx] = e - o;
-                    m[q3 + tx] = -o;
+                let (pe, po) = pq.split_at_mut(tw + 1);
+                let (pe, po) = (&mut pe[..tw], &mut po[..tw]);
+                match i {
+                    0 => {
+                        pe.copy_from_slice(e0);
+                        po.copy_from_slice(o0);
+                    }
+                    1 | 2 => {
+                        let sb = if i == 1 { 1.0 } else { -1.0 };
+                        lin(pe, e0, e1, sb);
+                        lin(po, o0, o1, sb);
+                    }
+                    _ => {
+                        neg(pe, e1);
+                        neg(po, o1);
+                    }
                 }
+                let at = |j: usize| (((i * 4 + j) * g.cout + co) * nt) + base;
+                m[at(0)..][..tw].copy_from_slice(pe);
+                lin(&mut m[at(1)..][..tw], pe, po, 1.0);
+                lin(&mut m[at(2)..][..tw], pe, po, -1.0);
+                neg(&mut m[at(3)..][..tw], po);
             }
         }
+    }
+}
+
+/// `dst = -a`, element-wise.
+#[inline(always)]
+fn neg(dst: &mut [f32], a: &[f32]) {
+    for (d, x) in dst.iter_mut().zip(a) {
+        *d = -x;
+    }
+}
+
+/// `e[m] = src[2m]`, `o[m] = src[2m + 1]`; an odd last element goes to `e`.
+#[inline(always)]
+fn deinterleave(src: &[f32], e: &mut [f32], o: &mut [f32]) {
+    for ((p, a), b) in src.chunks_exact(2).zip(e.iter_mut()).zip(o.iter_mut()) {
+        *a = p[0];
+        *b = p[1];
+    }
+    if src.len() % 2 == 1 {
+        e[src.len() / 2] = src[src.len() - 1];
     }
 }
 
