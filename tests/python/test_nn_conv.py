@@ -142,6 +142,79 @@ def test_convolution_float32_gathered_gemm(n, groups, cin_g, cout_g, k, pad):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-3)
 
 
+@pytest.mark.parametrize("n,cin,cout,hw,pad,layout", [
+    (2, 16, 24, (9, 8), 1, "NCHW"),
+    (1, 24, 16, (40, 7), 2, "NCHW"),
+    (3, 20, 16, (6, 11), 0, "NHWC"),
+    (1, 64, 64, (15, 13), 1, "NCHW"),
+])
+def test_convolution_float32_winograd(n, cin, cout, hw, pad, layout):
+    # float32 3x3 stride-1 convolutions with >= 16 channels run by Winograd
+    # F(2x2,3x3) (forward, both gradients); odd and even sizes leave partial
+    # 2x2 tiles, 40 rows span several tile blocks. Checked against float64.
+    x = rng.uniform(-1, 1, (n, cin) + hw)
+    w = rng.uniform(-1, 1, (cout, cin, 3, 3))
+    b = rng.uniform(-1, 1, cout)
+    oh, ow = hw[0] + 2 * pad - 2, hw[1] + 2 * pad - 2
+    og = rng.uniform(-1, 1, (n, cout, oh, ow))
+    last = layout == "NHWC"
+
+    def lay(v):
+        return v.transpose(0, 2, 3, 1) if last else v
+
+    args = dict(kernel=(3, 3), pad=(pad, pad), num_filter=cout, layout=layout)
+    res = {}
+    for dt in ("float32", "float64"):
+        xa, wa, ba = mx.nd.array(lay(x), dtype=dt), mx.nd.array(lay(w), dtype=dt), mx.nd.array(b, dtype=dt)
+        for a in (xa, wa, ba):
+            a.attach_grad()
+        with mx.autograd.record():
+            y = mx.nd.Convolution(xa, wa, ba, **args)
+        y.backward(mx.nd.array(lay(og), dtype=dt))
+        res[dt] = [v.asnumpy().astype(np.float64) for v in (y, xa.grad, wa.grad, ba.grad)]
+    np.testing.assert_allclose(res["float64"][0], lay(conv_ref(x, w, b, 1, (pad, pad))), rtol=1e-10, atol=1e-10)
+    for got, want in zip(res["float32"], res["float64"]):
+        scale = np.abs(want).max()
+        np.testing.assert_allclose(got, want, rtol=0, atol=2e-6 * scale + 1e-6)
+
+
+def test_deconvolution_float32_winograd():
+    # a 3x3 stride-1 Deconvolution's forward is the convolution data gradient
+    x = rng.uniform(-1, 1, (2, 16, 7, 6))
+    w = rng.uniform(-1, 1, (16, 20, 3, 3))
+    y = mx.nd.Deconvolution(mx.nd.array(x), mx.nd.array(w), kernel=(3, 3), pad=(1, 1), num_filter=20).asnumpy()
+    ref = deconv_ref(x, w, (1, 1), (1, 1), (0, 0))
+    np.testing.assert_allclose(y, ref, rtol=0, atol=2e-6 * np.abs(ref).max())
+
+
+def test_convolution_winograd_switch():
+    # OXNET_CONV_WINOGRAD=0 runs the direct GEMM instead: same results to
+    # float32 rounding (the variable is read once per process)
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np, oxnet as mx\n"
+        "r = np.random.RandomState(5)\n"
+        "x = mx.nd.array(r.uniform(-1, 1, (2, 32, 10, 9)))\n"
+        "w = mx.nd.array(r.uniform(-1, 1, (32, 32, 3, 3)))\n"
+        "y = mx.nd.Convolution(x, w, kernel=(3, 3), pad=(1, 1), num_filter=32, no_bias=True)\n"
+        "np.save(__import__('sys').argv[1], y.asnumpy())\n"
+    )
+    import os
+    import tempfile
+
+    out = {}
+    with tempfile.TemporaryDirectory() as d:
+        for flag in ("0", "1"):
+            f = os.path.join(d, flag + ".npy")
+            env = dict(os.environ, OXNET_CONV_WINOGRAD=flag)
+            subprocess.run([sys.executable, "-c", code, f], check=True, env=env)
+            out[flag] = np.load(f)
+    assert not np.array_equal(out["0"], out["1"])  # two different algorithms ran
+    np.testing.assert_allclose(out["1"], out["0"], rtol=0, atol=2e-5 * np.abs(out["0"]).max())
+
+
 @pytest.mark.parametrize("kw", [dict(pad=(1, 1)), dict(stride=(2, 2), pad=(1, 1), kernel=(2, 2))])
 def test_convolution_out_may_be_an_input(kw):
     # out=x (the output is also the input) and a given out= array give the
