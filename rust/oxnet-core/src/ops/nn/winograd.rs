@@ -164,6 +164,7 @@ fn transform_filters(g: &Geo, w: &[f32]) -> Vec<f32> {
 /// Padded input row `r` (padded coordinates: the image starts at row and
 /// column `p`) of a channel plane, split into its even and odd columns:
 /// `e[j]` is padded column 2j, `o[j]` column 2j+1; zeros outside the image.
+#[inline(always)]
 fn split_row(
     plane: &[f32],
     (h, w): (usize, usize),
