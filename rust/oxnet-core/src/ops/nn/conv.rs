@@ -1000,7 +1000,7 @@ fn for_images<S: Send>(
 /// y = conv(x, w) without bias; x (N, Cin, xs), w (Cout, Cin/g, k), y (N, Cout, ys).
 pub fn conv_fwd<T: GemmT>(g: &Geo, x: &[T], w: &[T], y: &mut [T]) {
     if winograd::eligible::<T>(g) {
-        return winograd::conv_fwd(g, as_f32(x), as_f32(w), as_f32_mut(y));
+        return winograd::conv_fwd(g, as_f32(x), as_f32(w), None, as_f32_mut(y));
     }
     let (cin_g, cout_g, kk) = (g.cin_g(), g.cout_g(), g.kk());
     let (xsz, ysz) = (g.xsz(), g.ysz());
@@ -1463,6 +1463,10 @@ fn conv_fwd_typed<T: GemmT>(p: &ConvParam, deconv: bool, i: &[Blob], o: &Blob) -
     into_out(p, o, i, n, cout, |y: &mut [T]| {
         if deconv {
             conv_bwd_data(&g, &x.data, &w.data, y);
+        } else if winograd::eligible::<T>(&g) {
+            // the bias is added as the output is written
+            let b = (!p.no_bias).then(|| as_f32(i[2].data::<T>()));
+            return winograd::conv_fwd(&g, as_f32(&x.data), as_f32(&w.data), b, as_f32_mut(y));
         } else {
             conv_fwd(&g, &x.data, &w.data, y);
         }

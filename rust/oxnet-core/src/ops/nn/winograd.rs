@@ -241,22 +241,24 @@ fn transform_input_impl(g: &Geo, t: &Tiling, x: &[f32], (r0, r1): (usize, usize)
     }
 }
 
-/// `dst = a + b + c` (`sign` 1) or `a - b - c` (`sign` -1), element-wise.
+/// `dst = off + (a + b + c)` (`sign` 1) or `off + (a - b - c)` (`sign` -1),
+/// element-wise.
 #[inline(always)]
-fn sum3(dst: &mut [f32], a: &[f32], b: &[f32], c: &[f32], sign: f32) {
+fn sum3(dst: &mut [f32], a: &[f32], b: &[f32], c: &[f32], sign: f32, off: f32) {
     for (((d, x), y), z) in dst.iter_mut().zip(a).zip(b).zip(c) {
-        *d = x + sign * (y + z);
+        *d = off + (x + sign * (y + z));
     }
 }
 
 /// Output transform of the products `s.m` (16 x Cout x tiles) of tile rows
-/// [r0, r1) into one image's output `y` (Cout, H, W).
+/// [r0, r1) into one image's output `y` (Cout, H, W), plus `bias`.
 #[inline(always)]
 fn transform_output_impl(
     g: &Geo,
     t: &Tiling,
     (r0, r1): (usize, usize),
     s: &mut Scratch,
+    bias: Option<&[f32]>,
     y: &mut [f32],
 ) {
     let (h, w) = (g.ys[1], g.ys[2]);
@@ -264,6 +266,7 @@ fn transform_output_impl(
     let nt = (r1 - r0) * tw;
     let (z, eo, m) = (&mut s.rows, &mut s.eo, &s.m);
     for co in 0..g.cout {
+        let bv = bias.map_or(0.0, |b| b[co]);
         for ty in r0..r1 {
             let base = (ty - r0) * tw;
             let m = |i: usize, j: usize| &m[((i * 4 + j) * g.cout + co) * nt + base..][..tw];
@@ -286,8 +289,8 @@ fn transform_output_impl(
                 let zr = |j: usize| &z[(a * 4 + j) * tw..][..tw];
                 // (z A): even output columns z0 + z1 + z2, odd z1 - z2 - z3
                 let (ev, od) = eo.split_at_mut(tw + 1);
-                sum3(&mut ev[..tw], zr(0), zr(1), zr(2), 1.0);
-                sum3(&mut od[..tw], zr(1), zr(2), zr(3), -1.0);
+                sum3(&mut ev[..tw], zr(0), zr(1), zr(2), 1.0, bv);
+                sum3(&mut od[..tw], zr(1), zr(2), zr(3), -1.0, bv);
                 let out = &mut y[(co * h + oy) * w..][..w];
                 for ((p, e), o) in out.chunks_exact_mut(2).zip(&ev[..tw]).zip(&od[..tw]) {
                     p[0] = *e;
@@ -397,7 +400,7 @@ macro_rules! wide_dispatch {
 wide_dispatch!(transform_input, transform_input_avx2, transform_input_impl,
     (g: &Geo, t: &Tiling, x: &[f32], r: (usize, usize), s: &mut Scratch));
 wide_dispatch!(transform_output, transform_output_avx2, transform_output_impl,
-    (g: &Geo, t: &Tiling, r: (usize, usize), s: &mut Scratch, y: &mut [f32]));
+    (g: &Geo, t: &Tiling, r: (usize, usize), s: &mut Scratch, bias: Option<&[f32]>, y: &mut [f32]));
 wide_dispatch!(transform_grad, transform_grad_avx2, transform_grad_impl,
     (g: &Geo, t: &Tiling, dy: &[f32], r: (usize, usize), s: &mut Scratch));
 
@@ -411,8 +414,9 @@ fn schedule(g: &Geo, t: &Tiling) -> (usize, bool) {
     )
 }
 
-/// y = conv(x, w), x (N, Cin, H, W), w (Cout, Cin, 3, 3), y (N, Cout, Ho, Wo).
-pub fn conv_fwd(g: &Geo, x: &[f32], w: &[f32], y: &mut [f32]) {
+/// y = conv(x, w) [+ bias], x (N, Cin, H, W), w (Cout, Cin, 3, 3), bias
+/// (Cout), y (N, Cout, Ho, Wo). The bias is added while writing y.
+pub fn conv_fwd(g: &Geo, x: &[f32], w: &[f32], bias: Option<&[f32]>, y: &mut [f32]) {
     let t = Tiling::new(g);
     let u = transform_filters(g, w);
     let (xsz, ysz) = (g.cin * g.xs[1] * g.xs[2], g.cout * g.ys[1] * g.ys[2]);
@@ -447,7 +451,7 @@ pub fn conv_fwd(g: &Geo, x: &[f32], w: &[f32], y: &mut [f32]) {
         }
         // SAFETY: image i's output; blocks write disjoint rows of it.
         let yi = unsafe { std::slice::from_raw_parts_mut(yp.get().add(i * ysz), ysz) };
-        transform_output(g, &t, (r0, r1), s, yi);
+        transform_output(g, &t, (r0, r1), s, bias, yi);
     };
     let init = || Scratch::new(g, &t);
     if outer {
@@ -634,8 +638,17 @@ mod tests {
             let dy = rand(ysz, 3);
             let (ry, rdx, rdw) = reference(&g, &x, &wt, &dy);
             let mut y = vec![f32::NAN; ysz];
-            conv_fwd(&g, &x, &wt, &mut y);
+            conv_fwd(&g, &x, &wt, None, &mut y);
             close("y", &y, &ry);
+            let bias = rand(cout, 4);
+            conv_fwd(&g, &x, &wt, Some(&bias), &mut y);
+            let plane = g.ys[1] * g.ys[2];
+            let ryb: Vec<f64> = ry
+                .iter()
+                .enumerate()
+                .map(|(k, v)| v + bias[(k / plane) % cout] as f64)
+                .collect();
+            close("y + bias", &y, &ryb);
             let mut dw = vec![f32::NAN; wt.len()];
             conv_bwd_weight(&g, &x, &dy, &mut dw);
             close("dw", &dw, &rdw);
