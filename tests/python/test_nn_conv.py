@@ -143,13 +143,13 @@ def test_convolution_float32_gathered_gemm(n, groups, cin_g, cout_g, k, pad):
 
 
 @pytest.mark.parametrize("n,cin,cout,hw,pad,layout", [
-    (2, 16, 24, (9, 8), 1, "NCHW"),
-    (1, 24, 16, (40, 7), 2, "NCHW"),
-    (3, 20, 16, (6, 11), 0, "NHWC"),
-    (1, 64, 64, (15, 13), 1, "NCHW"),
+    (2, 64, 72, (9, 8), 1, "NCHW"),
+    (1, 72, 64, (40, 7), 2, "NCHW"),
+    (3, 64, 64, (6, 11), 0, "NHWC"),
+    (1, 128, 64, (15, 13), 1, "NCHW"),
 ])
 def test_convolution_float32_winograd(n, cin, cout, hw, pad, layout):
-    # float32 3x3 stride-1 convolutions with >= 16 channels run by Winograd
+    # float32 3x3 stride-1 convolutions with >= 64 channels run by Winograd
     # F(2x2,3x3) (forward, both gradients); odd and even sizes leave partial
     # 2x2 tiles, 40 rows span several tile blocks. Checked against float64.
     x = rng.uniform(-1, 1, (n, cin) + hw)
@@ -180,9 +180,9 @@ def test_convolution_float32_winograd(n, cin, cout, hw, pad, layout):
 
 def test_deconvolution_float32_winograd():
     # a 3x3 stride-1 Deconvolution's forward is the convolution data gradient
-    x = rng.uniform(-1, 1, (2, 16, 7, 6))
-    w = rng.uniform(-1, 1, (16, 20, 3, 3))
-    y = mx.nd.Deconvolution(mx.nd.array(x), mx.nd.array(w), kernel=(3, 3), pad=(1, 1), num_filter=20).asnumpy()
+    x = rng.uniform(-1, 1, (2, 64, 7, 6))
+    w = rng.uniform(-1, 1, (64, 72, 3, 3))
+    y = mx.nd.Deconvolution(mx.nd.array(x), mx.nd.array(w), kernel=(3, 3), pad=(1, 1), num_filter=72).asnumpy()
     ref = deconv_ref(x, w, (1, 1), (1, 1), (0, 0))
     np.testing.assert_allclose(y, ref, rtol=0, atol=2e-6 * np.abs(ref).max())
 
@@ -196,9 +196,9 @@ def test_convolution_winograd_switch():
     code = (
         "import numpy as np, oxnet as mx\n"
         "r = np.random.RandomState(5)\n"
-        "x = mx.nd.array(r.uniform(-1, 1, (2, 32, 10, 9)))\n"
-        "w = mx.nd.array(r.uniform(-1, 1, (32, 32, 3, 3)))\n"
-        "y = mx.nd.Convolution(x, w, kernel=(3, 3), pad=(1, 1), num_filter=32, no_bias=True)\n"
+        "x = mx.nd.array(r.uniform(-1, 1, (2, 64, 10, 9)))\n"
+        "w = mx.nd.array(r.uniform(-1, 1, (64, 64, 3, 3)))\n"
+        "y = mx.nd.Convolution(x, w, kernel=(3, 3), pad=(1, 1), num_filter=64, no_bias=True)\n"
         "np.save(__import__('sys').argv[1], y.asnumpy())\n"
     )
     import os

@@ -17,9 +17,10 @@
 //! stride 1 is itself such a convolution (of dy with the flipped,
 //! channel-swapped filters; see `conv_bwd_data`), so it runs here too.
 //!
-//! Work is split into blocks of tile rows of one image (so a single image
-//! still uses every core); a block's transformed input and products stay
-//! in cache. `OXNET_CONV_WINOGRAD=0` turns the algorithm off (the direct
+//! Work is split into blocks of ~128 tiles (rows of tiles, spanning images
+//! when they are small), so one large image still uses every core and
+//! small late-layer images still make wide GEMMs; a block's transformed
+//! input and products stay in cache. `OXNET_CONV_WINOGRAD=0` turns the algorithm off (the direct
 //! GEMM formulation then runs), for comparison.
 use super::conv::Geo;
 use crate::par::{par_for_init, par_map};
@@ -37,19 +38,31 @@ fn enabled() -> bool {
     *ON.get_or_init(|| std::env::var("OXNET_CONV_WINOGRAD").map_or(true, |v| v.trim() != "0"))
 }
 
-/// Whether a convolution of geometry `g` in element type `T` runs here:
-/// float32, 2-D, 3x3 kernel, stride 1, no dilation, one group, and enough
-/// channels on both sides for the GEMMs to dominate the transforms.
-pub fn eligible<T: 'static>(g: &Geo) -> bool {
-    std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
-        && g.g == 1
+/// Fewer channels than this on either side stay on the direct GEMM: the
+/// transforms cost per channel what the GEMMs save per channel pair, and
+/// at 32 channels (56x56 images) the two were even; from 64 on Winograd
+/// wins (1.3-1.5x at 64-512 channels).
+const MIN_CHANNELS: usize = 64;
+
+/// Whether the geometry is one this module computes: 2-D, 3x3 kernel,
+/// stride 1, no dilation, one group.
+fn applicable(g: &Geo) -> bool {
+    g.g == 1
         && g.k == [1, 3, 3]
         && g.s == [1, 1, 1]
         && g.d == [1, 1, 1]
         && g.xs[0] == 1
         && g.p[0] == 0
-        && g.cin >= 16
-        && g.cout >= 16
+}
+
+/// Whether a convolution of geometry `g` in element type `T` runs here:
+/// float32, [`applicable`], and enough channels on both sides for the
+/// GEMMs to outweigh the transforms.
+pub fn eligible<T: 'static>(g: &Geo) -> bool {
+    std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
+        && applicable(g)
+        && g.cin >= MIN_CHANNELS
+        && g.cout >= MIN_CHANNELS
         && enabled()
 }
 
@@ -82,8 +95,9 @@ unsafe fn gemm32(
     super::conv::mm(m, n, k, c, crs, 1, acc, a, ars, acs, b, brs, bcs, par);
 }
 
-/// Tiling of one image: `th x tw` tiles of 2x2 outputs, in blocks of
-/// `rows` tile rows.
+/// Tiling: each image has `th x tw` tiles of 2x2 outputs; the `n * th`
+/// tile rows of all images, in order, are cut into blocks of `rows` rows,
+/// so a block may span several small images (the GEMMs then stay wide).
 struct Tiling {
     th: usize,
     tw: usize,
@@ -91,20 +105,46 @@ struct Tiling {
     blocks: usize,
 }
 
+/// Tile rows `[r0, r1)` of image `img`, stored from column `col0` of a
+/// block's `nt` tile columns.
+#[derive(Clone, Copy)]
+struct Seg {
+    img: usize,
+    r0: usize,
+    r1: usize,
+    col0: usize,
+    nt: usize,
+}
+
 impl Tiling {
     fn new(g: &Geo) -> Tiling {
         let (th, tw) = (g.ys[1].div_ceil(2), g.ys[2].div_ceil(2));
-        let rows = (BLOCK_TILES / tw).clamp(1, th);
+        let total = g.n * th;
+        let rows = (BLOCK_TILES / tw).clamp(1, total.max(1));
         Tiling {
             th,
             tw,
             rows,
-            blocks: th.div_ceil(rows),
+            blocks: total.div_ceil(rows),
         }
     }
-    /// Tile rows `[r0, r1)` of block `b`.
-    fn rows_of(&self, b: usize) -> (usize, usize) {
-        (b * self.rows, ((b + 1) * self.rows).min(self.th))
+    /// Block `b`'s tile count and its per-image segments.
+    fn segments(&self, b: usize, n: usize) -> (usize, Vec<Seg>) {
+        let (g0, g1) = (b * self.rows, ((b + 1) * self.rows).min(n * self.th));
+        let nt = (g1 - g0) * self.tw;
+        let segs = (g0 / self.th..g1.div_ceil(self.th))
+            .map(|img| {
+                let (a, e) = (g0.max(img * self.th), g1.min((img + 1) * self.th));
+                Seg {
+                    img,
+                    r0: a - img * self.th,
+                    r1: e - img * self.th,
+                    col0: (a - g0) * self.tw,
+                    nt,
+                }
+            })
+            .collect();
+        (nt, segs)
     }
     fn max_tiles(&self) -> usize {
         self.rows * self.tw
@@ -196,13 +236,13 @@ fn lin(dst: &mut [f32], a: &[f32], b: &[f32], sb: f32) {
     }
 }
 
-/// Input transform of tile rows [r0, r1) of one image into `s.v`
-/// (16 x Cin x tiles, tiles numbered from r0 row-major).
+/// Input transform of one image's segment into `s.v` (16 x Cin x nt, the
+/// segment's tiles row-major from column col0).
 #[inline(always)]
-fn transform_input_impl(g: &Geo, t: &Tiling, x: &[f32], (r0, r1): (usize, usize), s: &mut Scratch) {
+fn transform_input_impl(g: &Geo, t: &Tiling, x: &[f32], sg: Seg, s: &mut Scratch) {
     let (h, w) = (g.xs[1], g.xs[2]);
     let tw = t.tw;
-    let nt = (r1 - r0) * tw;
+    let (r0, r1, nt) = (sg.r0, sg.r1, sg.nt);
     let n1 = tw + 1;
     let (rows, eo, v) = (&mut s.rows, &mut s.eo, &mut s.v);
     for ci in 0..g.cin {
@@ -221,7 +261,7 @@ fn transform_input_impl(g: &Geo, t: &Tiling, x: &[f32], (r0, r1): (usize, usize)
                 split_row(plane, (h, w), (g.p[1], g.p[2]), 2 * ty + i, e, o);
             }
             let d = |i: usize, odd: usize| &rows[(2 * i + odd) * n1..][..n1];
-            let base = (ty - r0) * tw;
+            let base = sg.col0 + (ty - r0) * tw;
             // B^T d: rows d0-d2, d1+d2, d2-d1, d1-d3; then B across columns.
             for (i, &(a, b, sb)) in [(0, 2, -1.0), (1, 2, 1.0), (2, 1, -1.0), (1, 3, -1.0)]
                 .iter()
@@ -251,24 +291,24 @@ fn sum3(dst: &mut [f32], a: &[f32], b: &[f32], c: &[f32], sign: f32, off: f32) {
 }
 
 /// Output transform of the products `s.m` (16 x Cout x tiles) of tile rows
-/// [r0, r1) into one image's output `y` (Cout, H, W), plus `bias`.
+/// of one segment into its image's output `y` (Cout, H, W), plus `bias`.
 #[inline(always)]
 fn transform_output_impl(
     g: &Geo,
     t: &Tiling,
-    (r0, r1): (usize, usize),
+    sg: Seg,
     s: &mut Scratch,
     bias: Option<&[f32]>,
     y: &mut [f32],
 ) {
     let (h, w) = (g.ys[1], g.ys[2]);
     let tw = t.tw;
-    let nt = (r1 - r0) * tw;
+    let (r0, r1, nt) = (sg.r0, sg.r1, sg.nt);
     let (z, eo, m) = (&mut s.rows, &mut s.eo, &s.m);
     for co in 0..g.cout {
         let bv = bias.map_or(0.0, |b| b[co]);
         for ty in r0..r1 {
-            let base = (ty - r0) * tw;
+            let base = sg.col0 + (ty - r0) * tw;
             let m = |i: usize, j: usize| &m[((i * 4 + j) * g.cout + co) * nt + base..][..tw];
             // A^T m: z[a][j] (a = output row) = m0j + m1j + m2j, m1j - m2j - m3j
             for j in 0..4 {
@@ -304,13 +344,13 @@ fn transform_output_impl(
     }
 }
 
-/// Transform of the output gradient (A dy A^T) of tile rows [r0, r1) into
-/// `s.m` (16 x Cout x tiles); outputs past the edge count as zero.
+/// Transform of the output gradient (A dy A^T) of one image's segment into
+/// `s.m` (16 x Cout x nt); outputs past the edge count as zero.
 #[inline(always)]
-fn transform_grad_impl(g: &Geo, t: &Tiling, dy: &[f32], (r0, r1): (usize, usize), s: &mut Scratch) {
+fn transform_grad_impl(g: &Geo, t: &Tiling, dy: &[f32], sg: Seg, s: &mut Scratch) {
     let (h, w) = (g.ys[1], g.ys[2]);
     let tw = t.tw;
-    let nt = (r1 - r0) * tw;
+    let (r0, r1, nt) = (sg.r0, sg.r1, sg.nt);
     // e/o of the two dy rows: rows[0..4][tx] = e0, o0, e1, o1
     let (rows, pq, m) = (&mut s.rows, &mut s.eo, &mut s.m);
     for co in 0..g.cout {
@@ -324,7 +364,7 @@ fn transform_grad_impl(g: &Geo, t: &Tiling, dy: &[f32], (r0, r1): (usize, usize)
                     deinterleave(&plane[oy * w..][..w], e, o);
                 }
             }
-            let base = (ty - r0) * tw;
+            let base = sg.col0 + (ty - r0) * tw;
             let (e0, rest) = rows.split_at(tw);
             let (o0, rest) = rest.split_at(tw);
             let (e1, o1) = (&rest[..tw], &rest[tw..2 * tw]);
@@ -398,20 +438,17 @@ macro_rules! wide_dispatch {
     };
 }
 wide_dispatch!(transform_input, transform_input_avx2, transform_input_impl,
-    (g: &Geo, t: &Tiling, x: &[f32], r: (usize, usize), s: &mut Scratch));
+    (g: &Geo, t: &Tiling, x: &[f32], sg: Seg, s: &mut Scratch));
 wide_dispatch!(transform_output, transform_output_avx2, transform_output_impl,
-    (g: &Geo, t: &Tiling, r: (usize, usize), s: &mut Scratch, bias: Option<&[f32]>, y: &mut [f32]));
+    (g: &Geo, t: &Tiling, sg: Seg, s: &mut Scratch, bias: Option<&[f32]>, y: &mut [f32]));
 wide_dispatch!(transform_grad, transform_grad_avx2, transform_grad_impl,
-    (g: &Geo, t: &Tiling, dy: &[f32], r: (usize, usize), s: &mut Scratch));
+    (g: &Geo, t: &Tiling, dy: &[f32], sg: Seg, s: &mut Scratch));
 
-/// Work items (image, block) and whether they run in parallel (each GEMM
-/// then single-threaded) or one after another (each GEMM on every thread).
-fn schedule(g: &Geo, t: &Tiling) -> (usize, bool) {
-    let items = g.n * t.blocks;
-    (
-        items,
-        items >= rayon::current_num_threads() && rayon::current_num_threads() > 1,
-    )
+/// Work items (blocks) and whether they run in parallel (each GEMM then
+/// single-threaded) or one after another (each GEMM on every thread).
+fn schedule(t: &Tiling) -> (usize, bool) {
+    let threads = rayon::current_num_threads();
+    (t.blocks, t.blocks >= threads && threads > 1)
 }
 
 /// y = conv(x, w) [+ bias], x (N, Cin, H, W), w (Cout, Cin, 3, 3), bias
@@ -420,20 +457,20 @@ pub fn conv_fwd(g: &Geo, x: &[f32], w: &[f32], bias: Option<&[f32]>, y: &mut [f3
     let t = Tiling::new(g);
     let u = transform_filters(g, w);
     let (xsz, ysz) = (g.cin * g.xs[1] * g.xs[2], g.cout * g.ys[1] * g.ys[2]);
-    let (items, outer) = schedule(g, &t);
+    let (items, outer) = schedule(&t);
     let threads = if outer {
         1
     } else {
         rayon::current_num_threads()
     };
     let yp = SendPtr(y.as_mut_ptr());
-    let one = |it: usize, s: &mut Scratch| {
-        let (i, b) = (it / t.blocks, it % t.blocks);
-        let (r0, r1) = t.rows_of(b);
-        let nt = (r1 - r0) * t.tw;
-        transform_input(g, &t, &x[i * xsz..][..xsz], (r0, r1), s);
+    let one = |b: usize, s: &mut Scratch| {
+        let (nt, segs) = t.segments(b, g.n);
+        for sg in &segs {
+            transform_input(g, &t, &x[sg.img * xsz..][..xsz], *sg, s);
+        }
         for xi in 0..16 {
-            // SAFETY: u holds 16 x Cout x Cin, v 16 x Cin x nt (>= used), m
+            // SAFETY: u holds 16 x Cin x Cout, v 16 x Cin x nt (>= used), m
             // 16 x Cout x nt; distinct buffers.
             unsafe {
                 gemm32(
@@ -449,9 +486,11 @@ pub fn conv_fwd(g: &Geo, x: &[f32], w: &[f32], bias: Option<&[f32]>, y: &mut [f3
                 )
             };
         }
-        // SAFETY: image i's output; blocks write disjoint rows of it.
-        let yi = unsafe { std::slice::from_raw_parts_mut(yp.get().add(i * ysz), ysz) };
-        transform_output(g, &t, (r0, r1), s, bias, yi);
+        for sg in &segs {
+            // SAFETY: image sg.img's output; blocks write disjoint rows of it.
+            let yi = unsafe { std::slice::from_raw_parts_mut(yp.get().add(sg.img * ysz), ysz) };
+            transform_output(g, &t, *sg, s, bias, yi);
+        }
     };
     let init = || Scratch::new(g, &t);
     if outer {
@@ -466,14 +505,14 @@ pub fn conv_fwd(g: &Geo, x: &[f32], w: &[f32], bias: Option<&[f32]>, y: &mut [f3
 pub fn conv_bwd_weight(g: &Geo, x: &[f32], dy: &[f32], dw: &mut [f32]) {
     let t = Tiling::new(g);
     let (xsz, ysz) = (g.cin * g.xs[1] * g.xs[2], g.cout * g.ys[1] * g.ys[2]);
-    let (items, outer) = schedule(g, &t);
+    let (items, outer) = schedule(&t);
     let usz = 16 * g.cout * g.cin;
-    let one = |it: usize, s: &mut Scratch, du: &mut [f32], threads: usize| {
-        let (i, b) = (it / t.blocks, it % t.blocks);
-        let (r0, r1) = t.rows_of(b);
-        let nt = (r1 - r0) * t.tw;
-        transform_input(g, &t, &x[i * xsz..][..xsz], (r0, r1), s);
-        transform_grad(g, &t, &dy[i * ysz..][..ysz], (r0, r1), s);
+    let one = |b: usize, s: &mut Scratch, du: &mut [f32], threads: usize| {
+        let (nt, segs) = t.segments(b, g.n);
+        for sg in &segs {
+            transform_input(g, &t, &x[sg.img * xsz..][..xsz], *sg, s);
+            transform_grad(g, &t, &dy[sg.img * ysz..][..ysz], *sg, s);
+        }
         for xi in 0..16 {
             // dU[xi] (Cout x Cin) += dYhat[xi] (Cout x nt) . V[xi]^T (nt x Cin)
             // SAFETY: as in conv_fwd; du holds 16 x Cout x Cin.
@@ -621,7 +660,7 @@ mod tests {
     #[test]
     fn matches_direct_convolution() {
         // odd and even sizes, pads 0..2, a block boundary inside one image
-        // (w = 7: 4 tiles a row, 16 rows a block) and across images.
+        // (w = 7: 4 tiles a row, 32 rows a block) and blocks across images.
         for &(n, cin, cout, h, w, p) in &[
             (1, 16, 16, 4, 4, [1, 1]),
             (2, 16, 17, 7, 5, [1, 1]),
@@ -629,9 +668,16 @@ mod tests {
             (1, 16, 20, 40, 7, [2, 1]),
             (2, 20, 16, 6, 11, [0, 2]),
             (1, 16, 16, 3, 3, [1, 0]),
+            // 17 tiles a row: blocks of 7 tile rows cut 3 images of 5 rows
+            // in the middle, one block spans the end of one and the start
+            // of the next
+            (3, 16, 16, 10, 34, [1, 1]),
+            // enough channels for the data gradient to dispatch here
+            (2, 64, 65, 7, 5, [1, 1]),
+            (1, 70, 64, 6, 9, [2, 0]),
         ] {
             let g = geo(n, cin, cout, h, w, p);
-            assert!(eligible::<f32>(&g), "{n} {cin} {cout} {h} {w} {p:?}");
+            assert!(applicable(&g), "{n} {cin} {cout} {h} {w} {p:?}");
             let x = rand(n * cin * h * w, 1);
             let wt = rand(cout * cin * 9, 2);
             let ysz = n * cout * g.ys[1] * g.ys[2];
@@ -653,17 +699,20 @@ mod tests {
             conv_bwd_weight(&g, &x, &dy, &mut dw);
             close("dw", &dw, &rdw);
             // the data gradient dispatches to this module's forward
-            let mut dx = vec![f32::NAN; x.len()];
-            conv::conv_bwd_data(&g, &dy, &wt, &mut dx);
-            close("dx", &dx, &rdx);
+            if eligible::<f32>(&g) {
+                let mut dx = vec![f32::NAN; x.len()];
+                conv::conv_bwd_data(&g, &dy, &wt, &mut dx);
+                close("dx", &dx, &rdx);
+            }
         }
     }
 
     #[test]
     fn too_few_channels_or_other_geometry_are_not_eligible() {
-        assert!(!eligible::<f32>(&geo(1, 8, 16, 8, 8, [1, 1])));
-        assert!(!eligible::<f64>(&geo(1, 16, 16, 8, 8, [1, 1])));
-        let mut g = geo(1, 16, 16, 8, 8, [1, 1]);
+        assert!(eligible::<f32>(&geo(1, 64, 64, 8, 8, [1, 1])));
+        assert!(!eligible::<f32>(&geo(1, 32, 64, 8, 8, [1, 1])));
+        assert!(!eligible::<f64>(&geo(1, 64, 64, 8, 8, [1, 1])));
+        let mut g = geo(1, 64, 64, 8, 8, [1, 1]);
         g.s = [1, 2, 2];
         assert!(!eligible::<f32>(&g));
     }
