@@ -170,3 +170,22 @@ def test_unsupported_input_type():
         mx.nd.array({"a": 1})
     with pytest.raises(TypeError):
         mx.nd.exp(np.ones(3))
+
+
+@pytest.mark.parametrize("ta", [False, True])
+@pytest.mark.parametrize("tb", [False, True])
+def test_dot_large_float32(ta, tb):
+    # float32 products of >= 256 on every side run on oxnet's sgemm (on AVX2
+    # CPUs), split over threads; partial register tiles on every edge
+    r = np.random.RandomState(3)
+    a = r.uniform(-1, 1, (257, 300) if ta else (300, 257)).astype(np.float32)
+    b = r.uniform(-1, 1, (263, 257) if tb else (257, 263)).astype(np.float32)
+    got = mx.nd.dot(mx.nd.array(a), mx.nd.array(b), transpose_a=ta, transpose_b=tb).asnumpy()
+    want = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * np.abs(want).max())
+    ab = np.stack([a, a[::-1]])
+    bb = np.stack([b, -b])
+    got = mx.nd.batch_dot(mx.nd.array(ab), mx.nd.array(bb), transpose_a=ta, transpose_b=tb).asnumpy()
+    for i in range(2):
+        want = (ab[i].T if ta else ab[i]).astype(np.float64) @ (bb[i].T if tb else bb[i]).astype(np.float64)
+        np.testing.assert_allclose(got[i], want, rtol=0, atol=1e-4 * np.abs(want).max())

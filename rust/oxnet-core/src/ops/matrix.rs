@@ -140,6 +140,36 @@ unsafe fn gemm_one<T: 'static + Copy>(
     } else {
         (n as isize, 1isize)
     };
+    // Large float32 products on oxnet's AVX2 sgemm (a few % ahead of the
+    // gemm crate from ~256 on every side; the gemm crate wins on small ones).
+    #[cfg(target_arch = "x86_64")]
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
+        && m.min(n).min(k) >= 256
+        && crate::ops::sgemm::available()
+    {
+        let threads = match par {
+            Parallelism::None => 1,
+            _ => rayon::current_num_threads(),
+        };
+        // SAFETY: T is f32; the caller guarantees the matrices as above.
+        crate::ops::sgemm::sgemm(
+            m,
+            n,
+            k,
+            dst as *mut f32,
+            n as isize,
+            1,
+            false,
+            a as *const f32,
+            a_rs,
+            a_cs,
+            b as *const f32,
+            b_rs,
+            b_cs,
+            threads,
+        );
+        return;
+    }
     gemm::gemm(
         m, n, k, dst, 1, n as isize, false, a, a_cs, a_rs, b, b_cs, b_rs, zero, one, false, false,
         false, par,
