@@ -16,7 +16,8 @@
 //! GEMM instead: the whole Cin*k depth in one product whose right-hand side
 //! is gathered from the padded image while packing, and the data gradient
 //! as the stride-1 convolution of dy with the flipped, channel-swapped
-//! weights.
+//! weights. 3x3 float32 convolutions with >= 64 channels take Winograd's
+//! algorithm instead (`super::winograd`).
 use super::{backward_op, fill_shape, fwd_attrs, infer_float_same, winograd};
 use crate::base::dtype::Elem;
 use crate::base::{fmt_shape, DType, Shape};

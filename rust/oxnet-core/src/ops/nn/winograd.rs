@@ -20,8 +20,11 @@
 //! Work is split into blocks of ~128 tiles (rows of tiles, spanning images
 //! when they are small), so one large image still uses every core and
 //! small late-layer images still make wide GEMMs; a block's transformed
-//! input and products stay in cache. `OXNET_CONV_WINOGRAD=0` turns the algorithm off (the direct
-//! GEMM formulation then runs), for comparison.
+//! input and products stay in cache. `OXNET_CONV_WINOGRAD=0` turns the
+//! algorithm off (the direct GEMM formulation then runs), for comparison.
+//!
+//! As with any Winograd convolution, an infinite input can make some
+//! outputs NaN where the direct sum gives +-Inf (Inf - Inf in a transform).
 use super::conv::Geo;
 use crate::par::{par_for_init, par_map};
 
