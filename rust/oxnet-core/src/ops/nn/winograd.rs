@@ -180,27 +180,33 @@ impl Scratch {
 fn transform_filters(g: &Geo, w: &[f32]) -> Vec<f32> {
     let (co_n, ci_n) = (g.cout, g.cin);
     let mut u = vec![0.0f32; 16 * co_n * ci_n];
-    for co in 0..co_n {
-        for ci in 0..ci_n {
-            let f = &w[(co * ci_n + ci) * 9..][..9];
-            // G f: 4x3, rows (f0, (f0+f1+f2)/2, (f0-f1+f2)/2, f2)
-            let mut gf = [[0.0f32; 3]; 4];
-            for j in 0..3 {
-                let (a, b, c) = (f[j], f[3 + j], f[6 + j]);
-                gf[0][j] = a;
-                gf[1][j] = 0.5 * (a + b + c);
-                gf[2][j] = 0.5 * (a - b + c);
-                gf[3][j] = c;
-            }
-            for (i, r) in gf.iter().enumerate() {
-                let (a, b, c) = (r[0], r[1], r[2]);
-                let row = [a, 0.5 * (a + b + c), 0.5 * (a - b + c), c];
-                for (j, &val) in row.iter().enumerate() {
-                    u[((i * 4 + j) * ci_n + ci) * co_n + co] = val;
+    let up = SendPtr(u.as_mut_ptr());
+    // in parallel over input channels; for one channel and transform point
+    // the output channels are contiguous
+    crate::par::par_for(ci_n.div_ceil(16), &|chunk| {
+        for ci in chunk * 16..((chunk + 1) * 16).min(ci_n) {
+            for co in 0..co_n {
+                let f = &w[(co * ci_n + ci) * 9..][..9];
+                // G f: 4x3, rows (f0, (f0+f1+f2)/2, (f0-f1+f2)/2, f2)
+                let mut gf = [[0.0f32; 3]; 4];
+                for j in 0..3 {
+                    let (a, b, c) = (f[j], f[3 + j], f[6 + j]);
+                    gf[0][j] = a;
+                    gf[1][j] = 0.5 * (a + b + c);
+                    gf[2][j] = 0.5 * (a - b + c);
+                    gf[3][j] = c;
+                }
+                for (i, r) in gf.iter().enumerate() {
+                    let (a, b, c) = (r[0], r[1], r[2]);
+                    let row = [a, 0.5 * (a + b + c), 0.5 * (a - b + c), c];
+                    for (j, &val) in row.iter().enumerate() {
+                        // SAFETY: inside u; only this task writes column ci.
+                        unsafe { *up.get().add(((i * 4 + j) * ci_n + ci) * co_n + co) = val };
+                    }
                 }
             }
         }
-    }
+    });
     u
 }
 
@@ -561,18 +567,23 @@ pub fn conv_bwd_weight(g: &Geo, x: &[f32], dy: &[f32], dw: &mut [f32]) {
         }
         du
     };
-    // dw = G^T dU G per (co, ci)
+    // dw = G^T dU G per (co, ci), in parallel
     let cc = g.cout * g.cin;
-    for (idx, out) in dw.chunks_exact_mut(9).enumerate().take(cc) {
-        let d = |i: usize, j: usize| du[(i * 4 + j) * cc + idx];
-        // G^T X G, where G^T maps (a, b, c, e) to (a + (b+c)/2, (b-c)/2, (b+c)/2 + e)
-        let gt =
-            |a: f32, b: f32, c: f32, e: f32| [a + 0.5 * (b + c), 0.5 * (b - c), 0.5 * (b + c) + e];
-        let cols: [[f32; 3]; 4] = std::array::from_fn(|j| gt(d(0, j), d(1, j), d(2, j), d(3, j)));
-        for (i, o) in out.chunks_exact_mut(3).enumerate() {
-            o.copy_from_slice(&gt(cols[0][i], cols[1][i], cols[2][i], cols[3][i]));
+    crate::par::par_chunks_mut(&mut dw[..cc * 9], 9 * 1024, |c, part| {
+        for (k, out) in part.chunks_exact_mut(9).enumerate() {
+            let idx = c * 1024 + k;
+            let d = |i: usize, j: usize| du[(i * 4 + j) * cc + idx];
+            // G^T X G, where G^T maps (a, b, c, e) to (a + (b+c)/2, (b-c)/2, (b+c)/2 + e)
+            let gt = |a: f32, b: f32, c: f32, e: f32| {
+                [a + 0.5 * (b + c), 0.5 * (b - c), 0.5 * (b + c) + e]
+            };
+            let cols: [[f32; 3]; 4] =
+                std::array::from_fn(|j| gt(d(0, j), d(1, j), d(2, j), d(3, j)));
+            for (i, o) in out.chunks_exact_mut(3).enumerate() {
+                o.copy_from_slice(&gt(cols[0][i], cols[1][i], cols[2][i], cols[3][i]));
+            }
         }
-    }
+    });
 }
 
 /// Raw pointer that may cross rayon tasks (each task writes its own part).
