@@ -21,7 +21,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -32,6 +31,7 @@ BATCH = 32
 def worker(framework, reps):
     """Runs in the framework's process: prints one JSON line."""
     import numpy as np
+    from workloads import _best
 
     if framework == "oxnet":
         import oxnet as mx
@@ -60,13 +60,8 @@ def worker(framework, reps):
                 a.grad.wait_to_read()
 
         def best(f):
-            f()
-            t = float("inf")
-            for _ in range(reps):
-                t0 = time.perf_counter()
-                f()
-                t = min(t, time.perf_counter() - t0)
-            return t
+            f()  # warm-up: allocations, weight transforms
+            return _best(f, reps)
 
         tf = best(fwd)
         tb = best(fwd_bwd)
