@@ -22,6 +22,8 @@ import os
 import subprocess
 import sys
 
+from workloads import _best, save_results
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 LAYERS = [(64, 56), (128, 28), (256, 14), (512, 7)]
@@ -31,7 +33,6 @@ BATCH = 32
 def worker(framework, reps):
     """Runs in the framework's process: prints one JSON line."""
     import numpy as np
-    from workloads import _best
 
     if framework == "oxnet":
         import oxnet as mx
@@ -113,10 +114,7 @@ def main():
         vals = [cols[k].get(r) for k in cols]
         ratios = ", ".join("%s x%.2f" % (k, cols["oxnet"][r] / cols[k][r]) for k in cols if k != "oxnet")
         print("%-20s" % r + "".join("%14.1f" % v for v in vals) + "   " + ratios)
-    out = os.path.join(HERE, "results")
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "conv.json"), "w") as f:
-        json.dump(cols, f, indent=1)
+    save_results("conv", cols)
 
 
 if __name__ == "__main__":

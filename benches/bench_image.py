@@ -28,6 +28,8 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from workloads import save_results
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 MEAN = (123.68, 116.28, 103.53)
@@ -266,10 +268,7 @@ def main():
         % (len(many) / serial, len(many) / par, serial / par)
     )
     res["imdecode_speedup"] = serial / par
-    out = os.path.join(HERE, "results")
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "image.json"), "w") as f:
-        json.dump(res, f, indent=1)
+    save_results("image", res)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ import os
 import subprocess
 import sys
 
+from workloads import save_results
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
@@ -62,9 +64,7 @@ def main():
             r = (ox / cols[n][m]) if higher_better(m) else (cols[n][m] / ox)
             ratios.append(f"{n} x{r:.2f}")
         print(row + "   " + ", ".join(ratios))
-    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
-    with open(os.path.join(HERE, "results", "core.json"), "w") as f:
-        json.dump(cols, f, indent=1)
+    save_results("core", cols)
 
 
 if __name__ == "__main__":

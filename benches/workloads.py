@@ -23,6 +23,14 @@ def _best(fn, repeat=3):
     return best
 
 
+def save_results(name, data):
+    """Write `data` as JSON to benches/results/<name>.json."""
+    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, name + ".json"), "w") as f:
+        json.dump(data, f, indent=1)
+
+
 def _rss_mb():
     with open("/proc/self/statm") as f:
         pages = int(f.read().split()[1])

@@ -101,12 +101,12 @@ fn inner_par(flops: usize, outer_parallel: bool) -> Parallelism {
 
 /// Raw pointer that may cross rayon tasks (each task touches its own part).
 #[derive(Clone, Copy)]
-struct SendPtr<T>(*mut T);
+pub(super) struct SendPtr<T>(pub(super) *mut T);
 unsafe impl<T> Send for SendPtr<T> {}
 unsafe impl<T> Sync for SendPtr<T> {}
 impl<T> SendPtr<T> {
     #[inline]
-    fn get(self) -> *mut T {
+    pub(super) fn get(self) -> *mut T {
         self.0
     }
 }
@@ -998,11 +998,22 @@ fn for_images<S: Send>(
     }
 }
 
-/// y = conv(x, w) without bias; x (N, Cin, xs), w (Cout, Cin/g, k), y (N, Cout, ys).
-pub fn conv_fwd<T: GemmT>(g: &Geo, x: &[T], w: &[T], y: &mut [T]) {
+/// y = conv(x, w) [+ bias]; x (N, Cin, xs), w (Cout, Cin/g, k), bias
+/// (Cout), y (N, Cout, ys).
+pub fn conv_fwd<T: GemmT>(g: &Geo, x: &[T], w: &[T], bias: Option<&[T]>, y: &mut [T]) {
     if winograd::eligible::<T>(g) {
-        return winograd::conv_fwd(g, as_f32(x), as_f32(w), None, as_f32_mut(y));
+        // the bias is added as the output is written
+        let b = bias.map(as_f32);
+        return winograd::conv_fwd(g, as_f32(x), as_f32(w), b, as_f32_mut(y));
     }
+    conv_fwd_gemm(g, x, w, y);
+    if let Some(b) = bias {
+        add_bias(y, b, g.cout, g.ysz());
+    }
+}
+
+/// y = conv(x, w) on GEMMs (gathered, implicit or im2col).
+fn conv_fwd_gemm<T: GemmT>(g: &Geo, x: &[T], w: &[T], y: &mut [T]) {
     let (cin_g, cout_g, kk) = (g.cin_g(), g.cout_g(), g.kk());
     let (xsz, ysz) = (g.xsz(), g.ysz());
     let yp = SendPtr(y.as_mut_ptr());
@@ -1112,7 +1123,7 @@ pub fn conv_bwd_data<T: GemmT>(g: &Geo, dy: &[T], w: &[T], dx: &mut [T]) {
                     }
                 }
             }
-            return conv_fwd(&g2, dy, &w2, dx);
+            return conv_fwd(&g2, dy, &w2, None, dx);
         }
     }
     let (xsz, ysz) = (g.xsz(), g.ysz());
@@ -1460,19 +1471,15 @@ fn conv_fwd_typed<T: GemmT>(p: &ConvParam, deconv: bool, i: &[Blob], o: &Blob) -
     let (n, cdata, cout) = (g.n, if deconv { g.cout } else { g.cin }, p.num_filter);
     let x = cf_data::<T>(p, &i[0], n, cdata);
     let w = cf_weight::<T>(p, &i[1]);
-    let ysz: usize = if deconv { g.xsz() } else { g.ysz() };
     into_out(p, o, i, n, cout, |y: &mut [T]| {
+        let bias = (!p.no_bias).then(|| i[2].data::<T>());
         if deconv {
             conv_bwd_data(&g, &x.data, &w.data, y);
-        } else if winograd::eligible::<T>(&g) {
-            // the bias is added as the output is written
-            let b = (!p.no_bias).then(|| as_f32(i[2].data::<T>()));
-            return winograd::conv_fwd(&g, as_f32(&x.data), as_f32(&w.data), b, as_f32_mut(y));
+            if let Some(b) = bias {
+                add_bias(y, b, cout, g.xsz());
+            }
         } else {
-            conv_fwd(&g, &x.data, &w.data, y);
-        }
-        if !p.no_bias {
-            add_bias(y, i[2].data::<T>(), cout, ysz);
+            conv_fwd(&g, &x.data, &w.data, bias, y);
         }
     });
     Ok(())
@@ -1489,7 +1496,7 @@ fn conv_bwd_typed<T: GemmT>(p: &ConvParam, deconv: bool, i: &[Blob], o: &[Blob])
         into_out(p, &o[0], i, n, cdata, |dx: &mut [T]| {
             if deconv {
                 // deconv(x) = conv_bwd_data(x): dx = conv(dy)
-                conv_fwd(&g, &dy.data, &w.data, dx);
+                conv_fwd(&g, &dy.data, &w.data, None, dx);
             } else {
                 conv_bwd_data(&g, &dy.data, &w.data, dx);
             }

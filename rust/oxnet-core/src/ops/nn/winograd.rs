@@ -25,7 +25,7 @@
 //!
 //! As with any Winograd convolution, an infinite input can make some
 //! outputs NaN where the direct sum gives +-Inf (Inf - Inf in a transform).
-use super::conv::Geo;
+use super::conv::{Geo, SendPtr};
 use crate::par::{par_for_init, par_map};
 
 /// Tiles per block: the transformed input (16 x Cin x tiles) and the
@@ -584,17 +584,6 @@ pub fn conv_bwd_weight(g: &Geo, x: &[f32], dy: &[f32], dw: &mut [f32]) {
             }
         }
     });
-}
-
-/// Raw pointer that may cross rayon tasks (each task writes its own part).
-#[derive(Clone, Copy)]
-struct SendPtr(*mut f32);
-unsafe impl Send for SendPtr {}
-unsafe impl Sync for SendPtr {}
-impl SendPtr {
-    fn get(self) -> *mut f32 {
-        self.0
-    }
 }
 
 #[cfg(test)]
