@@ -277,6 +277,15 @@ mod imp {
         cols: usize,
         beta: bool,
     ) {
+        // The C tile's rows lie a full row stride apart (often a multiple
+        // of 4 KiB: the same cache sets); fetch them while the depth loop runs.
+        if c.cs == 1 {
+            for i in 0..rows {
+                let row = c.ptr.offset(i as isize * c.rs) as *const i8;
+                _mm_prefetch::<_MM_HINT_T0>(row);
+                _mm_prefetch::<_MM_HINT_T0>(row.add(NR * 4 - 4));
+            }
+        }
         let mut c00 = _mm256_setzero_ps();
         let mut c01 = _mm256_setzero_ps();
         let mut c10 = _mm256_setzero_ps();

@@ -237,6 +237,34 @@ fn split_row(
     deinterleave(src, &mut first[off1..], &mut second[off2..]);
 }
 
+/// Ask the caches for rows [r0, r1) (clamped to the plane) of a plane of
+/// rows `w` long. A block reads or writes only a few rows of each channel
+/// plane before moving to the next plane, too little for the hardware
+/// prefetcher to pick up: the transforms fetch the next channel's rows
+/// while they work on the current one.
+#[inline(always)]
+fn prefetch_rows(plane: &[f32], w: usize, r0: usize, r1: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let lo = (r0 * w).min(plane.len());
+        let hi = (r1 * w).min(plane.len());
+        if lo < hi {
+            let p = plane.as_ptr();
+            let mut i = lo;
+            while i < hi {
+                // SAFETY: i < plane.len(); prefetching never faults.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(p.add(i) as *const i8) };
+                i += 16;
+            }
+            // SAFETY: hi - 1 < plane.len()
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.add(hi - 1) as *const i8) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (plane, w, r0, r1);
+}
+
 /// `dst = a + sb * b`, element-wise.
 #[inline(always)]
 fn lin(dst: &mut [f32], a: &[f32], b: &[f32], sb: f32) {
@@ -254,8 +282,16 @@ fn transform_input_impl(g: &Geo, t: &Tiling, x: &[f32], sg: Seg, s: &mut Scratch
     let (r0, r1, nt) = (sg.r0, sg.r1, sg.nt);
     let n1 = tw + 1;
     let (rows, eo, v) = (&mut s.rows, &mut s.eo, &mut s.v);
+    // image rows the segment reads: padded rows 2 r0 ..= 2 r1 + 1
+    let (ir0, ir1) = (
+        (2 * r0).saturating_sub(g.p[1]),
+        (2 * r1 + 2).saturating_sub(g.p[1]),
+    );
     for ci in 0..g.cin {
         let plane = &x[ci * h * w..][..h * w];
+        if ci + 1 < g.cin {
+            prefetch_rows(&x[(ci + 1) * h * w..][..h * w], w, ir0, ir1);
+        }
         for ty in r0..r1 {
             // rows[(2i)*n1..] even columns of padded row 2ty+i, then odd;
             // rows 2ty+2 and 2ty+3 are the next tile row's first two.
@@ -316,6 +352,9 @@ fn transform_output_impl(
     let (z, eo, m) = (&mut s.rows, &mut s.eo, &s.m);
     for co in 0..g.cout {
         let bv = bias.map_or(0.0, |b| b[co]);
+        if co + 1 < g.cout {
+            prefetch_rows(&y[(co + 1) * h * w..][..h * w], w, 2 * r0, 2 * r1);
+        }
         for ty in r0..r1 {
             let base = sg.col0 + (ty - r0) * tw;
             let m = |i: usize, j: usize| &m[((i * 4 + j) * g.cout + co) * nt + base..][..tw];
@@ -364,6 +403,9 @@ fn transform_grad_impl(g: &Geo, t: &Tiling, dy: &[f32], sg: Seg, s: &mut Scratch
     let (rows, pq, m) = (&mut s.rows, &mut s.eo, &mut s.m);
     for co in 0..g.cout {
         let plane = &dy[co * h * w..][..h * w];
+        if co + 1 < g.cout {
+            prefetch_rows(&dy[(co + 1) * h * w..][..h * w], w, 2 * r0, 2 * r1);
+        }
         for ty in r0..r1 {
             rows[..4 * tw].fill(0.0);
             for a in 0..2 {
