@@ -1047,6 +1047,18 @@ pub fn write_chw_f32(
     check_dims("to_chw output", rect.h, rect.w, c, dst.len())?;
     let mul: Vec<f32> = norm.std.iter().map(|s| norm.scale / s).collect();
     let add: Vec<f32> = (0..c).map(|k| -norm.mean[k] * mul[k]).collect();
+    if c == 3 {
+        let (o0, rest) = dst.split_at_mut(plane);
+        let (o1, o2) = rest.split_at_mut(plane);
+        let (mul, add) = ([mul[0], mul[1], mul[2]], [add[0], add[1], add[2]]);
+        for y in 0..rect.h {
+            let row = &src.data[((rect.y + y) * src.width + rect.x) * 3..][..rect.w * 3];
+            let at = y * rect.w..(y + 1) * rect.w;
+            let rows = [&mut o0[at.clone()], &mut o1[at.clone()], &mut o2[at]];
+            rgb_row_to_planes(row, mirror, mul, add, rows);
+        }
+        return Ok(());
+    }
     for y in 0..rect.h {
         let row = &src.data[((rect.y + y) * src.width + rect.x) * c..][..rect.w * c];
         for k in 0..c {
@@ -1064,6 +1076,88 @@ pub fn write_chw_f32(
         }
     }
     Ok(())
+}
+
+/// One row of RGB pixels (HWC u8) into the rows of three planes:
+/// `out[k][x] = px[x][k] * mul[k] + add[k]`, pixels taken right to left
+/// when `mirror`. A multiply then an add (two roundings) on every path, so
+/// the AVX2 loop and the scalar loop give the same bits.
+fn rgb_row_to_planes(
+    row: &[u8],
+    mirror: bool,
+    mul: [f32; 3],
+    add: [f32; 3],
+    mut out: [&mut [f32]; 3],
+) {
+    let w = out[0].len();
+    debug_assert!(row.len() == 3 * w && out.iter().all(|o| o.len() == w));
+    #[allow(unused_mut)]
+    let mut done = 0;
+    #[cfg(target_arch = "x86_64")]
+    if crate::ops::kernels::wide_cpu() {
+        // SAFETY: the CPU has AVX2; the lengths are checked above.
+        done = unsafe { rgb_row_avx2(row, mirror, mul, add, &mut out) };
+    }
+    let [o0, o1, o2] = out;
+    for x in done..w {
+        let sx = if mirror { w - 1 - x } else { x };
+        let p = &row[3 * sx..3 * sx + 3];
+        o0[x] = p[0] as f32 * mul[0] + add[0];
+        o1[x] = p[1] as f32 * mul[1] + add[1];
+        o2[x] = p[2] as f32 * mul[2] + add[2];
+    }
+}
+
+/// [`rgb_row_to_planes`] for whole groups of 8 pixels (24 bytes: two
+/// overlapping 16-byte loads, one byte shuffle per channel); returns how
+/// many outputs it wrote.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn rgb_row_avx2(
+    row: &[u8],
+    mirror: bool,
+    mul: [f32; 3],
+    add: [f32; 3],
+    out: &mut [&mut [f32]; 3],
+) -> usize {
+    use std::arch::x86_64::*;
+    let w = out[0].len();
+    let groups = w / 8;
+    // lane i takes pixel i (7 - i mirrored): byte 3 * pixel + k of the
+    // group, from the first load (bytes 0-15) or the second (bytes 8-23)
+    let masks = |k: usize| {
+        let (mut lo, mut hi) = ([-128i8; 16], [-128i8; 16]);
+        for i in 0..8 {
+            let px = if mirror { 7 - i } else { i };
+            let b = 3 * px + k;
+            if b < 16 {
+                lo[i] = b as i8;
+            } else {
+                hi[i] = (b - 8) as i8;
+            }
+        }
+        (
+            _mm_loadu_si128(lo.as_ptr() as *const __m128i),
+            _mm_loadu_si128(hi.as_ptr() as *const __m128i),
+        )
+    };
+    let m = [masks(0), masks(1), masks(2)];
+    let vm = mul.map(|v| _mm256_set1_ps(v));
+    let va = add.map(|v| _mm256_set1_ps(v));
+    for g in 0..groups {
+        let x0 = g * 8;
+        let s = if mirror { w - 8 - x0 } else { x0 };
+        let p = row.as_ptr().add(3 * s);
+        let lo = _mm_loadu_si128(p as *const __m128i);
+        let hi = _mm_loadu_si128(p.add(8) as *const __m128i);
+        for k in 0..3 {
+            let b = _mm_or_si128(_mm_shuffle_epi8(lo, m[k].0), _mm_shuffle_epi8(hi, m[k].1));
+            let f = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b));
+            let v = _mm256_add_ps(_mm256_mul_ps(f, vm[k]), va[k]);
+            _mm256_storeu_ps(out[k].as_mut_ptr().add(x0), v);
+        }
+    }
+    groups * 8
 }
 
 /// Like `write_chw_f32` but keeps u8 values (ImageRecordUInt8Iter).
@@ -1643,6 +1737,48 @@ mod tests {
             1
         )
         .is_err());
+    }
+
+    #[test]
+    fn write_chw_rgb_rows_match_per_pixel_formula() {
+        // widths around the 8-pixel groups of the AVX2 loop, both mirrors,
+        // a crop window inside a wider image
+        let (h, w) = (5, 41);
+        let data: Vec<u8> = (0..h * w * 3).map(|i| (i * 37 % 251) as u8).collect();
+        let img = Image::new(h, w, 3, data).unwrap();
+        let norm = Normalize {
+            mean: vec![123.68, 116.28, 103.53],
+            std: vec![58.395, 57.12, 57.375],
+            scale: 0.7,
+        };
+        for cw in [1, 7, 8, 9, 16, 29, 38] {
+            for mirror in [false, true] {
+                let rect = Rect {
+                    x: 3,
+                    y: 1,
+                    w: cw,
+                    h: 3,
+                };
+                let mut out = vec![0f32; 3 * 3 * cw];
+                write_chw_f32(img.view(), rect, mirror, &norm, &mut out).unwrap();
+                for k in 0..3 {
+                    let m = norm.scale / norm.std[k];
+                    let a = -norm.mean[k] * m;
+                    for y in 0..3 {
+                        for x in 0..cw {
+                            let sx = if mirror { cw - 1 - x } else { x };
+                            let v = img.data[((1 + y) * w + 3 + sx) * 3 + k];
+                            let got = out[(k * 3 + y) * cw + x];
+                            assert_eq!(
+                                got,
+                                v as f32 * m + a,
+                                "w {cw} mirror {mirror} k {k} y {y} x {x}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]
