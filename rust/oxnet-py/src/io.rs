@@ -294,15 +294,17 @@ fn imdecode(
         vec![h, w, c],
         DType::U8,
         move |_, dst| {
-            let img = guarded("imdecode", || image::imdecode(&data, flag, to_rgb)).map_err(at)?;
-            if img.shape() != (h, w, c) {
+            let out = dst.bytes_mut();
+            let shape = guarded("imdecode", || {
+                image::imdecode_into(&data, flag, to_rgb, out)
+            })
+            .map_err(at)?;
+            if shape != (h, w, c) {
                 return Err(Error::Decode(format!(
-                    "imdecode: the decoded image is {:?}, its header said {:?}",
-                    img.shape(),
+                    "imdecode: the decoded image is {shape:?}, its header said {:?}",
                     (h, w, c)
                 )));
             }
-            dst.bytes_mut().copy_from_slice(&img.data);
             Ok(())
         },
     )
@@ -697,11 +699,7 @@ fn image_color(
                 }
                 _ => {
                     let (mean, std) = p.split_at(c);
-                    for px in dst.chunks_exact_mut(c) {
-                        for k in 0..c {
-                            px[k] = (px[k] - mean[k]) / std[k];
-                        }
-                    }
+                    image::normalize_hwc(dst, mean, std);
                 }
             }
             Ok(())
@@ -757,24 +755,9 @@ fn image_to_batch(
             let sb = s2.blob()?;
             let db = r2.blob()?;
             let dst = db.data_mut::<f32>();
-            let plane = h * w;
             match sd {
-                DType::U8 => {
-                    let src = sb.bytes();
-                    for p in 0..plane {
-                        for k in 0..c {
-                            dst[k * plane + p] = src[p * c + k] as f32;
-                        }
-                    }
-                }
-                _ => {
-                    let src = sb.data::<f32>();
-                    for p in 0..plane {
-                        for k in 0..c {
-                            dst[k * plane + p] = src[p * c + k];
-                        }
-                    }
-                }
+                DType::U8 => image::hwc_to_chw(sb.bytes(), c, dst, |v| v as f32),
+                _ => image::hwc_to_chw(sb.data::<f32>(), c, dst, |v| v),
             }
             Ok(())
         }),

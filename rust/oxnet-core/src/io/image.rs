@@ -254,15 +254,15 @@ fn jpeg_has_eoi_after_last_scan(data: &[u8]) -> bool {
     false
 }
 
-fn decode_jpeg(data: &[u8], c: usize, to_rgb: bool, buf: Vec<u8>) -> Result<Image> {
-    let err = |e: &dyn std::fmt::Debug| {
-        Error::Decode(format!(
-            "imdecode: invalid JPEG ({}): {e:?}",
-            describe_start(data)
-        ))
-    };
+/// Parse a JPEG's headers and set up its decoder for `c` output channels:
+/// the decoder, width, height and the channels it will write (1 for gray
+/// sources, which `c` = 3 then expands).
+fn jpeg_start(
+    data: &[u8],
+    c: usize,
+) -> Result<(zune_jpeg::JpegDecoder<ZCursor<&[u8]>>, usize, usize, usize)> {
     let mut d = zune_jpeg::JpegDecoder::new_with_options(ZCursor::new(data), jpeg_options());
-    d.decode_headers().map_err(|e| err(&e))?;
+    d.decode_headers().map_err(|e| jpeg_err(data, &e))?;
     let info = d
         .info()
         .ok_or_else(|| Error::Decode("imdecode: invalid JPEG headers".into()))?;
@@ -288,9 +288,24 @@ fn decode_jpeg(data: &[u8], c: usize, to_rgb: bool, buf: Vec<u8>) -> Result<Imag
         ColorSpace::RGB
     };
     d.set_options(jpeg_options().jpeg_set_out_colorspace(out_cs));
-    let n_out = out_cs.num_components();
-    let mut buf = sized(buf, w * h * n_out);
-    d.decode_into(&mut buf).map_err(|e| err(&e))?;
+    Ok((d, w, h, out_cs.num_components()))
+}
+
+fn jpeg_err(data: &[u8], e: &dyn std::fmt::Debug) -> Error {
+    Error::Decode(format!(
+        "imdecode: invalid JPEG ({}): {e:?}",
+        describe_start(data)
+    ))
+}
+
+/// Decode the pixels of a started JPEG into `out` (w * h * channels bytes).
+fn jpeg_finish(
+    d: &mut zune_jpeg::JpegDecoder<ZCursor<&[u8]>>,
+    data: &[u8],
+    (w, h): (usize, usize),
+    out: &mut [u8],
+) -> Result<()> {
+    d.decode_into(out).map_err(|e| jpeg_err(data, &e))?;
     if let Some(dinfo) = d.info() {
         if dinfo.width as usize != w || dinfo.height as usize != h {
             return Err(Error::Decode(
@@ -298,6 +313,13 @@ fn decode_jpeg(data: &[u8], c: usize, to_rgb: bool, buf: Vec<u8>) -> Result<Imag
             ));
         }
     }
+    Ok(())
+}
+
+fn decode_jpeg(data: &[u8], c: usize, to_rgb: bool, buf: Vec<u8>) -> Result<Image> {
+    let (mut d, w, h, n_out) = jpeg_start(data, c)?;
+    let mut buf = sized(buf, w * h * n_out);
+    jpeg_finish(&mut d, data, (w, h), &mut buf)?;
     let data = if n_out == c { buf } else { gray_to_n(&buf, c) };
     let mut img = Image {
         height: h,
@@ -309,6 +331,50 @@ fn decode_jpeg(data: &[u8], c: usize, to_rgb: bool, buf: Vec<u8>) -> Result<Imag
         swap_rb(&mut img);
     }
     Ok(img)
+}
+
+/// `imdecode` straight into `dst`, which must hold exactly the
+/// height * width * channels bytes that [`decode_shape`] gives. JPEGs whose
+/// decoder output is already the wanted layout (colour to RGB/BGR, gray to
+/// gray) are written in place, with no intermediate buffer to zero and
+/// copy; other images are decoded and copied. Returns the image's shape.
+pub fn imdecode_into(
+    data: &[u8],
+    flag: i32,
+    to_rgb: bool,
+    dst: &mut [u8],
+) -> Result<(usize, usize, usize)> {
+    let c = check_flag(flag)?;
+    let size_err = |shape: (usize, usize, usize)| {
+        Error::Decode(format!(
+            "imdecode: the image is {}x{}x{}, the output holds {} bytes",
+            shape.0,
+            shape.1,
+            shape.2,
+            dst.len()
+        ))
+    };
+    if matches!(sniff(data), Some(ImageFormat::Jpeg)) {
+        let (mut d, w, h, n_out) = jpeg_start(data, c)?;
+        if n_out == c {
+            if dst.len() != w * h * c {
+                return Err(size_err((h, w, c)));
+            }
+            jpeg_finish(&mut d, data, (w, h), dst)?;
+            if !to_rgb && c == 3 {
+                for p in dst.chunks_exact_mut(3) {
+                    p.swap(0, 2);
+                }
+            }
+            return Ok((h, w, c));
+        }
+    }
+    let img = imdecode(data, flag, to_rgb)?;
+    if img.data.len() != dst.len() {
+        return Err(size_err(img.shape()));
+    }
+    dst.copy_from_slice(&img.data);
+    Ok(img.shape())
 }
 
 fn gray_to_n(g: &[u8], c: usize) -> Vec<u8> {
@@ -1160,6 +1226,63 @@ unsafe fn rgb_row_avx2(
     groups * 8
 }
 
+/// `(x - mean[k]) / std[k]` for every value of channel k of an HWC float
+/// image, in blocks of 8 pixels against repeated mean/std patterns so the
+/// loop runs on vector lanes (a true division, as MXNet's color_normalize).
+pub fn normalize_hwc(data: &mut [f32], mean: &[f32], std: &[f32]) {
+    let c = mean.len();
+    debug_assert!(c > 0 && std.len() == c && data.len() % c == 0);
+    const PX: usize = 8;
+    if c <= 4 {
+        let mut m = [0f32; 4 * PX];
+        let mut d = [1f32; 4 * PX];
+        for i in 0..c * PX {
+            m[i] = mean[i % c];
+            d[i] = std[i % c];
+        }
+        let (m, d) = (&m[..c * PX], &d[..c * PX]);
+        let mut blocks = data.chunks_exact_mut(c * PX);
+        for b in &mut blocks {
+            for ((v, a), s) in b.iter_mut().zip(m).zip(d) {
+                *v = (*v - a) / s;
+            }
+        }
+        for px in blocks.into_remainder().chunks_exact_mut(c) {
+            for k in 0..c {
+                px[k] = (px[k] - mean[k]) / std[k];
+            }
+        }
+    } else {
+        for px in data.chunks_exact_mut(c) {
+            for k in 0..c {
+                px[k] = (px[k] - mean[k]) / std[k];
+            }
+        }
+    }
+}
+
+/// HWC (any element type) to CHW float32: `dst[k][p] = f(src[p][k])`,
+/// reading the pixels once in order.
+pub fn hwc_to_chw<T: Copy>(src: &[T], c: usize, dst: &mut [f32], f: impl Fn(T) -> f32) {
+    let plane = src.len() / c.max(1);
+    debug_assert!(dst.len() == src.len());
+    if c == 3 {
+        let (d0, rest) = dst.split_at_mut(plane);
+        let (d1, d2) = rest.split_at_mut(plane);
+        for (((px, a), b), e) in src.chunks_exact(3).zip(d0).zip(d1).zip(d2) {
+            *a = f(px[0]);
+            *b = f(px[1]);
+            *e = f(px[2]);
+        }
+    } else {
+        for (p, px) in src.chunks_exact(c).enumerate() {
+            for (k, &v) in px.iter().enumerate() {
+                dst[k * plane + p] = f(v);
+            }
+        }
+    }
+}
+
 /// Like `write_chw_f32` but keeps u8 values (ImageRecordUInt8Iter).
 pub fn write_chw_u8(src: ImageView<'_>, rect: Rect, mirror: bool, dst: &mut [u8]) -> Result<()> {
     let c = src.channels;
@@ -1381,6 +1504,52 @@ mod tests {
             *d.iter().max().unwrap(),
             d.iter().map(|&x| x as f64).sum::<f64>() / d.len() as f64,
         )
+    }
+
+    #[test]
+    fn normalize_and_chw_match_per_value_formula() {
+        for c in [1, 3, 4, 5] {
+            let px = 29; // 3 blocks of 8 pixels and a remainder
+            let src: Vec<f32> = (0..px * c).map(|i| (i * 7 % 255) as f32).collect();
+            let mean: Vec<f32> = (0..c).map(|k| 100.0 + 3.5 * k as f32).collect();
+            let std: Vec<f32> = (0..c).map(|k| 57.0 + 1.25 * k as f32).collect();
+            let mut got = src.clone();
+            normalize_hwc(&mut got, &mean, &std);
+            for (i, (&g, &v)) in got.iter().zip(&src).enumerate() {
+                assert_eq!(g, (v - mean[i % c]) / std[i % c], "c {c} i {i}");
+            }
+            let mut chw = vec![0f32; src.len()];
+            hwc_to_chw(&src, c, &mut chw, |v| v + 0.5);
+            for p in 0..px {
+                for k in 0..c {
+                    assert_eq!(chw[k * px + p], src[p * c + k] + 0.5);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn decode_into_matches_decode() {
+        for name in [
+            "coffee_500x500_422.jpg",
+            "camera_gray_512x512.jpg",
+            "hubble_800x600_progressive.jpg",
+            "chelsea_120x80.png",
+        ] {
+            let bytes = load(name);
+            for (flag, to_rgb) in [(1, true), (1, false), (0, true)] {
+                let want = imdecode(&bytes, flag, to_rgb).unwrap();
+                assert_eq!(decode_shape(&bytes, flag).unwrap(), want.shape());
+                let mut out = vec![7u8; want.data.len()];
+                let shape = imdecode_into(&bytes, flag, to_rgb, &mut out).unwrap();
+                assert_eq!(shape, want.shape(), "{name} {flag} {to_rgb}");
+                assert!(out == want.data, "{name} flag {flag} to_rgb {to_rgb}");
+                let mut short = vec![0u8; want.data.len() - 1];
+                let e = imdecode_into(&bytes, flag, to_rgb, &mut short).unwrap_err();
+                assert!(e.message().contains("output holds"), "{}", e.message());
+            }
+        }
+        assert!(imdecode_into(b"not an image", 1, true, &mut [0u8; 3]).is_err());
     }
 
     #[test]
