@@ -359,12 +359,19 @@ mod imp {
             let kcb = kc_for(k);
             let need_a = MC.min(m).div_ceil(MR) * MR * kcb;
             let need_b = NC.min(n).div_ceil(NR) * NR * kcb;
-            if pa.len() < need_a {
-                pa.resize(need_a, 0.0);
+            // Panels start on 64-byte boundaries: a B row of the micro-panel
+            // (16 floats) is then one cache line and its two 32-byte loads
+            // never straddle lines.
+            const SLACK: usize = 16;
+            if pa.len() < need_a + SLACK {
+                pa.resize(need_a + SLACK, 0.0);
             }
-            if pb.len() < need_b {
-                pb.resize(need_b, 0.0);
+            if pb.len() < need_b + SLACK {
+                pb.resize(need_b + SLACK, 0.0);
             }
+            let (oa, ob) = (pa.as_ptr().align_offset(64), pb.as_ptr().align_offset(64));
+            let pa = &mut pa[oa.min(SLACK)..];
+            let pb = &mut pb[ob.min(SLACK)..];
             let mut jc = 0;
             while jc < n {
                 let nc = NC.min(n - jc);
