@@ -1,7 +1,7 @@
 //! Element-wise family: unary math, binary (same-shape and broadcasting),
 //! binary with a scalar, comparisons, clip, where, add_n, cast, copies.
 use super::attrs::Attrs;
-use super::kernels::{cast_blob, map1, map1_wide, map2, reduce_to};
+use super::kernels::{cast_blob, map1, map1_wide, map2, map2_wide, reduce_to};
 use super::registry::{
     infer_shape_same, infer_type_same, Entry, GradBuilder, KernelCtx, OpCall, OpDef, Params,
 };
@@ -749,15 +749,15 @@ fn binary_kernel<F: BinaryFn>(_: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx)
     let (a, b, y) = (&i[0], &i[1], &o[0]);
     let (ash, bsh, ysh) = (&a.shape, &b.shape, &y.shape);
     match a.dtype {
-        DType::F32 => map2(
-            a.data::<f32>(),
-            ash,
-            b.data::<f32>(),
-            bsh,
-            y.data_mut::<f32>(),
-            ysh,
-            F::f32,
-        ),
+        DType::F32 => {
+            let (av, bv, yv) = (a.data::<f32>(), b.data::<f32>(), y.data_mut::<f32>());
+            if av.len() == yv.len() && bv.len() == yv.len() {
+                // same shapes: the AVX2 loop (same bits, 8 lanes)
+                map2_wide(av, bv, yv, F::f32)
+            } else {
+                map2(av, ash, bv, bsh, yv, ysh, F::f32)
+            }
+        }
         DType::F64 => map2(
             a.data::<f64>(),
             ash,
@@ -1388,9 +1388,9 @@ fn scalar_kernel<F: BinaryFn, const REV: bool>(
         DType::F32 => {
             let sv = s as f32;
             if REV {
-                map1(x.data::<f32>(), y.data_mut::<f32>(), |v| F::f32(sv, v))
+                map1_wide(x.data::<f32>(), y.data_mut::<f32>(), |v| F::f32(sv, v))
             } else {
-                map1(x.data::<f32>(), y.data_mut::<f32>(), |v| F::f32(v, sv))
+                map1_wide(x.data::<f32>(), y.data_mut::<f32>(), |v| F::f32(v, sv))
             }
         }
         DType::F64 => {
