@@ -128,6 +128,49 @@ mod imp {
     /// Pack depth [p0, p0+kc) x columns [j0, j0+nc) of B into NR-column
     /// panels: panel c holds, for each depth p, NR consecutive values.
     unsafe fn pack_b(dst: &mut [f32], b: BSrc, p0: usize, kc: usize, j0: usize, nc: usize) {
+        match b {
+            // rows contiguous in j: read each row once, left to right, into
+            // every panel (reading a panel's 16 columns row by row instead
+            // touches a new row - often a new page - every 64 bytes)
+            BSrc::Strided(m) if m.cs == 1 => {
+                let base = m.ptr.offset(p0 as isize * m.rs + j0 as isize);
+                pack_b_by_rows(dst, |p| base.offset(p as isize * m.rs), kc, nc);
+            }
+            BSrc::Rows(ptr, rows) => {
+                let base = ptr.add(j0);
+                pack_b_by_rows(dst, |p| base.offset(rows[p0 + p]), kc, nc);
+            }
+            _ => pack_b_panels(dst, b, p0, kc, j0, nc),
+        }
+    }
+
+    /// [`pack_b`] from rows of `nc` contiguous values (row p at `row(p)`),
+    /// one row at a time across all panels.
+    #[inline(always)]
+    unsafe fn pack_b_by_rows(
+        dst: &mut [f32],
+        row: impl Fn(usize) -> *const f32,
+        kc: usize,
+        nc: usize,
+    ) {
+        let o = dst.as_mut_ptr();
+        let full = nc / NR;
+        let tail = nc - full * NR;
+        for p in 0..kc {
+            let src = row(p);
+            for c in 0..full {
+                std::ptr::copy_nonoverlapping(src.add(c * NR), o.add(c * NR * kc + p * NR), NR);
+            }
+            if tail > 0 {
+                let d = o.add(full * NR * kc + p * NR);
+                std::ptr::copy_nonoverlapping(src.add(full * NR), d, tail);
+                std::ptr::write_bytes(d.add(tail), 0, NR - tail);
+            }
+        }
+    }
+
+    /// [`pack_b`] panel by panel (column-major and gathered sources).
+    unsafe fn pack_b_panels(dst: &mut [f32], b: BSrc, p0: usize, kc: usize, j0: usize, nc: usize) {
         let panels = nc.div_ceil(NR);
         for c in 0..panels {
             let jc = j0 + c * NR;
@@ -136,9 +179,7 @@ mod imp {
             match b {
                 BSrc::Strided(b) => {
                     let base = b.ptr.offset(p0 as isize * b.rs + jc as isize * b.cs);
-                    if b.cs == 1 {
-                        pack_b_rows(out, cols, |p| base.offset(p as isize * b.rs), kc);
-                    } else if b.rs == 1 && cols == NR {
+                    if b.rs == 1 && cols == NR {
                         let colp: [*const f32; NR] =
                             std::array::from_fn(|j| base.offset(j as isize * b.cs));
                         pack_b_columns(out, &colp, kc);
@@ -154,10 +195,7 @@ mod imp {
                         }
                     }
                 }
-                BSrc::Rows(ptr, rows) => {
-                    let base = ptr.add(jc);
-                    pack_b_rows(out, cols, |p| base.offset(rows[p0 + p]), kc);
-                }
+                BSrc::Rows(..) => unreachable!("row sources pack through pack_b_by_rows"),
                 BSrc::Cols(ptr, colsoff) => {
                     if cols == NR {
                         let colp: [*const f32; NR] =
@@ -175,27 +213,6 @@ mod imp {
                         }
                     }
                 }
-            }
-        }
-    }
-
-    /// Rows of `cols` contiguous values (row p starts at `row(p)`).
-    #[inline(always)]
-    unsafe fn pack_b_rows(
-        out: &mut [f32],
-        cols: usize,
-        row: impl Fn(usize) -> *const f32,
-        kc: usize,
-    ) {
-        let o = out.as_mut_ptr();
-        if cols == NR {
-            for p in 0..kc {
-                std::ptr::copy_nonoverlapping(row(p), o.add(p * NR), NR);
-            }
-        } else {
-            for p in 0..kc {
-                std::ptr::copy_nonoverlapping(row(p), o.add(p * NR), cols);
-                std::ptr::write_bytes(o.add(p * NR + cols), 0, NR - cols);
             }
         }
     }
@@ -351,60 +368,77 @@ mod imp {
         }
     }
 
+    /// Packed panels start on 64-byte boundaries: a B row of the micro-panel
+    /// (16 floats) is then one cache line and its two 32-byte loads never
+    /// straddle lines. Buffers get this much slack for the shift.
+    const SLACK: usize = 16;
+
+    /// `buf` grown to `need` (+ slack) and cut to start on 64 bytes.
+    fn aligned(buf: &mut Vec<f32>, need: usize) -> &mut [f32] {
+        if buf.len() < need + SLACK {
+            buf.resize(need + SLACK, 0.0);
+        }
+        let off = buf.as_ptr().align_offset(64).min(SLACK);
+        &mut buf[off..]
+    }
+
+    /// Rows [r0, r1) of C's columns [jc, jc + nc) for the depth block
+    /// [pc, pc + kc), B's panel already packed in `pb`: A in MC-row blocks
+    /// packed into `pa`, then the micro-kernel over NR x MR tiles.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn rows_block(
+        (r0, r1): (usize, usize),
+        (jc, nc): (usize, usize),
+        (pc, kc): (usize, usize),
+        pa: &mut [f32],
+        pb: &[f32],
+        c: MatMut,
+        a: Mat,
+        beta: bool,
+    ) {
+        let mut ic = r0;
+        while ic < r1 {
+            let mc = MC.min(r1 - ic);
+            pack_a(pa, a, ic, mc, pc, kc);
+            let mut jr = 0;
+            while jr < nc {
+                let cols = NR.min(nc - jr);
+                let bp = pb.as_ptr().add(jr * kc);
+                let mut ir = 0;
+                while ir < mc {
+                    let rows = MR.min(mc - ir);
+                    let ct = MatMut {
+                        ptr: c
+                            .ptr
+                            .offset((ic + ir) as isize * c.rs + (jc + jr) as isize * c.cs),
+                        rs: c.rs,
+                        cs: c.cs,
+                    };
+                    kernel(kc, pa.as_ptr().add(ir * kc), bp, ct, rows, cols, beta);
+                    ir += MR;
+                }
+                jr += NR;
+            }
+            ic += MC;
+        }
+    }
+
     /// The blocked product on one thread.
     pub unsafe fn run(m: usize, n: usize, k: usize, c: MatMut, acc: bool, a: Mat, b: BSrc) {
         PACK.with(|cell| {
             let mut bufs = cell.borrow_mut();
             let (pa, pb) = &mut *bufs;
             let kcb = kc_for(k);
-            let need_a = MC.min(m).div_ceil(MR) * MR * kcb;
-            let need_b = NC.min(n).div_ceil(NR) * NR * kcb;
-            // Panels start on 64-byte boundaries: a B row of the micro-panel
-            // (16 floats) is then one cache line and its two 32-byte loads
-            // never straddle lines.
-            const SLACK: usize = 16;
-            if pa.len() < need_a + SLACK {
-                pa.resize(need_a + SLACK, 0.0);
-            }
-            if pb.len() < need_b + SLACK {
-                pb.resize(need_b + SLACK, 0.0);
-            }
-            let (oa, ob) = (pa.as_ptr().align_offset(64), pb.as_ptr().align_offset(64));
-            let pa = &mut pa[oa.min(SLACK)..];
-            let pb = &mut pb[ob.min(SLACK)..];
+            let pa = aligned(pa, MC.min(m).div_ceil(MR) * MR * kcb);
+            let pb = aligned(pb, NC.min(n).div_ceil(NR) * NR * kcb);
             let mut jc = 0;
             while jc < n {
                 let nc = NC.min(n - jc);
                 let mut pc = 0;
                 while pc < k {
                     let kc = kcb.min(k - pc);
-                    let beta = acc || pc > 0;
                     pack_b(pb, b, pc, kc, jc, nc);
-                    let mut ic = 0;
-                    while ic < m {
-                        let mc = MC.min(m - ic);
-                        pack_a(pa, a, ic, mc, pc, kc);
-                        let mut jr = 0;
-                        while jr < nc {
-                            let cols = NR.min(nc - jr);
-                            let bp = pb.as_ptr().add(jr * kc);
-                            let mut ir = 0;
-                            while ir < mc {
-                                let rows = MR.min(mc - ir);
-                                let ct = MatMut {
-                                    ptr: c.ptr.offset(
-                                        (ic + ir) as isize * c.rs + (jc + jr) as isize * c.cs,
-                                    ),
-                                    rs: c.rs,
-                                    cs: c.cs,
-                                };
-                                kernel(kc, pa.as_ptr().add(ir * kc), bp, ct, rows, cols, beta);
-                                ir += MR;
-                            }
-                            jr += NR;
-                        }
-                        ic += MC;
-                    }
+                    rows_block((0, m), (jc, nc), (pc, kc), pa, pb, c, a, acc || pc > 0);
                     pc += kcb;
                 }
                 jc += NC;
