@@ -254,13 +254,13 @@ fn jpeg_has_eoi_after_last_scan(data: &[u8]) -> bool {
     false
 }
 
+/// A JPEG decoder reading from a byte slice.
+type Jpeg<'a> = zune_jpeg::JpegDecoder<ZCursor<&'a [u8]>>;
+
 /// Parse a JPEG's headers and set up its decoder for `c` output channels:
 /// the decoder, width, height and the channels it will write (1 for gray
 /// sources, which `c` = 3 then expands).
-fn jpeg_start(
-    data: &[u8],
-    c: usize,
-) -> Result<(zune_jpeg::JpegDecoder<ZCursor<&[u8]>>, usize, usize, usize)> {
+fn jpeg_start(data: &[u8], c: usize) -> Result<(Jpeg<'_>, usize, usize, usize)> {
     let mut d = zune_jpeg::JpegDecoder::new_with_options(ZCursor::new(data), jpeg_options());
     d.decode_headers().map_err(|e| jpeg_err(data, &e))?;
     let info = d
@@ -300,7 +300,7 @@ fn jpeg_err(data: &[u8], e: &dyn std::fmt::Debug) -> Error {
 
 /// Decode the pixels of a started JPEG into `out` (w * h * channels bytes).
 fn jpeg_finish(
-    d: &mut zune_jpeg::JpegDecoder<ZCursor<&[u8]>>,
+    d: &mut Jpeg<'_>,
     data: &[u8],
     (w, h): (usize, usize),
     out: &mut [u8],
@@ -1231,7 +1231,7 @@ unsafe fn rgb_row_avx2(
 /// loop runs on vector lanes (a true division, as MXNet's color_normalize).
 pub fn normalize_hwc(data: &mut [f32], mean: &[f32], std: &[f32]) {
     let c = mean.len();
-    debug_assert!(c > 0 && std.len() == c && data.len() % c == 0);
+    debug_assert!(c > 0 && std.len() == c && data.len().is_multiple_of(c));
     const PX: usize = 8;
     if c <= 4 {
         let mut m = [0f32; 4 * PX];
