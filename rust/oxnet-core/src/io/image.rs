@@ -361,10 +361,8 @@ pub fn imdecode_into(
                 return Err(size_err((h, w, c)));
             }
             jpeg_finish(&mut d, data, (w, h), dst)?;
-            if !to_rgb && c == 3 {
-                for p in dst.chunks_exact_mut(3) {
-                    p.swap(0, 2);
-                }
+            if !to_rgb {
+                swap_rb_pixels(dst, c);
             }
             return Ok((h, w, c));
         }
@@ -478,9 +476,13 @@ fn decode_png(data: &[u8], c: usize, to_rgb: bool, buf: Vec<u8>) -> Result<Image
 
 /// Swap the first and third channel of every pixel (RGB <-> BGR).
 pub fn swap_rb(img: &mut Image) {
-    if img.channels >= 3 {
-        let c = img.channels;
-        for p in img.data.chunks_exact_mut(c) {
+    swap_rb_pixels(&mut img.data, img.channels);
+}
+
+/// [`swap_rb`] on raw HWC pixels of `c` channels.
+fn swap_rb_pixels(data: &mut [u8], c: usize) {
+    if c >= 3 {
+        for p in data.chunks_exact_mut(c) {
             p.swap(0, 2);
         }
     }
@@ -1156,7 +1158,8 @@ fn rgb_row_to_planes(
     mut out: [&mut [f32]; 3],
 ) {
     let w = out[0].len();
-    debug_assert!(row.len() == 3 * w && out.iter().all(|o| o.len() == w));
+    // the AVX2 loop reads and writes by raw pointers within these lengths
+    assert!(row.len() == 3 * w && out.iter().all(|o| o.len() == w));
     #[allow(unused_mut)]
     let mut done = 0;
     #[cfg(target_arch = "x86_64")]
@@ -1233,6 +1236,7 @@ pub fn normalize_hwc(data: &mut [f32], mean: &[f32], std: &[f32]) {
     let c = mean.len();
     debug_assert!(c > 0 && std.len() == c && data.len().is_multiple_of(c));
     const PX: usize = 8;
+    let mut rest = data;
     if c <= 4 {
         let mut m = [0f32; 4 * PX];
         let mut d = [1f32; 4 * PX];
@@ -1241,22 +1245,18 @@ pub fn normalize_hwc(data: &mut [f32], mean: &[f32], std: &[f32]) {
             d[i] = std[i % c];
         }
         let (m, d) = (&m[..c * PX], &d[..c * PX]);
-        let mut blocks = data.chunks_exact_mut(c * PX);
+        let mut blocks = rest.chunks_exact_mut(c * PX);
         for b in &mut blocks {
             for ((v, a), s) in b.iter_mut().zip(m).zip(d) {
                 *v = (*v - a) / s;
             }
         }
-        for px in blocks.into_remainder().chunks_exact_mut(c) {
-            for k in 0..c {
-                px[k] = (px[k] - mean[k]) / std[k];
-            }
-        }
-    } else {
-        for px in data.chunks_exact_mut(c) {
-            for k in 0..c {
-                px[k] = (px[k] - mean[k]) / std[k];
-            }
+        rest = blocks.into_remainder();
+    }
+    // the last pixels, or all of them with more than 4 channels
+    for px in rest.chunks_exact_mut(c) {
+        for k in 0..c {
+            px[k] = (px[k] - mean[k]) / std[k];
         }
     }
 }

@@ -143,10 +143,7 @@ unsafe fn gemm_one<T: 'static + Copy>(
     // Large float32 products on oxnet's AVX2 sgemm (a few % ahead of the
     // gemm crate from ~256 on every side; the gemm crate wins on small ones).
     #[cfg(target_arch = "x86_64")]
-    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
-        && m.min(n).min(k) >= 256
-        && crate::ops::sgemm::available()
-    {
+    if m.min(n).min(k) >= 256 && crate::ops::sgemm::runs_for::<T>() {
         let threads = match par {
             Parallelism::None => 1,
             _ => rayon::current_num_threads(),

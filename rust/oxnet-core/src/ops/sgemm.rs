@@ -382,47 +382,6 @@ mod imp {
         &mut buf[off..]
     }
 
-    /// Rows [r0, r1) of C's columns [jc, jc + nc) for the depth block
-    /// [pc, pc + kc), B's panel already packed in `pb`: A in MC-row blocks
-    /// packed into `pa`, then the micro-kernel over NR x MR tiles.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn rows_block(
-        (r0, r1): (usize, usize),
-        (jc, nc): (usize, usize),
-        (pc, kc): (usize, usize),
-        pa: &mut [f32],
-        pb: &[f32],
-        c: MatMut,
-        a: Mat,
-        beta: bool,
-    ) {
-        let mut ic = r0;
-        while ic < r1 {
-            let mc = MC.min(r1 - ic);
-            pack_a(pa, a, ic, mc, pc, kc);
-            let mut jr = 0;
-            while jr < nc {
-                let cols = NR.min(nc - jr);
-                let bp = pb.as_ptr().add(jr * kc);
-                let mut ir = 0;
-                while ir < mc {
-                    let rows = MR.min(mc - ir);
-                    let ct = MatMut {
-                        ptr: c
-                            .ptr
-                            .offset((ic + ir) as isize * c.rs + (jc + jr) as isize * c.cs),
-                        rs: c.rs,
-                        cs: c.cs,
-                    };
-                    kernel(kc, pa.as_ptr().add(ir * kc), bp, ct, rows, cols, beta);
-                    ir += MR;
-                }
-                jr += NR;
-            }
-            ic += MC;
-        }
-    }
-
     /// The blocked product on one thread.
     pub unsafe fn run(m: usize, n: usize, k: usize, c: MatMut, acc: bool, a: Mat, b: BSrc) {
         PACK.with(|cell| {
@@ -437,8 +396,33 @@ mod imp {
                 let mut pc = 0;
                 while pc < k {
                     let kc = kcb.min(k - pc);
+                    let beta = acc || pc > 0;
                     pack_b(pb, b, pc, kc, jc, nc);
-                    rows_block((0, m), (jc, nc), (pc, kc), pa, pb, c, a, acc || pc > 0);
+                    let mut ic = 0;
+                    while ic < m {
+                        let mc = MC.min(m - ic);
+                        pack_a(pa, a, ic, mc, pc, kc);
+                        let mut jr = 0;
+                        while jr < nc {
+                            let cols = NR.min(nc - jr);
+                            let bp = pb.as_ptr().add(jr * kc);
+                            let mut ir = 0;
+                            while ir < mc {
+                                let rows = MR.min(mc - ir);
+                                let ct = MatMut {
+                                    ptr: c.ptr.offset(
+                                        (ic + ir) as isize * c.rs + (jc + jr) as isize * c.cs,
+                                    ),
+                                    rs: c.rs,
+                                    cs: c.cs,
+                                };
+                                kernel(kc, pa.as_ptr().add(ir * kc), bp, ct, rows, cols, beta);
+                                ir += MR;
+                            }
+                            jr += NR;
+                        }
+                        ic += MC;
+                    }
                     pc += kcb;
                 }
                 jc += NC;
@@ -469,6 +453,12 @@ pub fn available() -> bool {
     {
         false
     }
+}
+
+/// Whether products in element type `T` run on [`sgemm`]: float32 on a
+/// CPU where it is [`available`].
+pub fn runs_for<T: 'static>() -> bool {
+    std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && available()
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -905,7 +905,7 @@ impl Implicit {
 /// whose right-hand side is gathered from the padded image while packing
 /// (no im2col buffer, no per-tap passes over the output).
 fn use_sgemm<T: 'static>() -> bool {
-    std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() && crate::ops::sgemm::available()
+    crate::ops::sgemm::runs_for::<T>()
 }
 
 /// Offsets into a group's padded input of the GEMM rows (ci, tap), in the

@@ -611,9 +611,10 @@ pub fn conv_bwd_weight(g: &Geo, x: &[f32], dy: &[f32], dw: &mut [f32]) {
     };
     // dw = G^T dU G per (co, ci), in parallel
     let cc = g.cout * g.cin;
-    crate::par::par_chunks_mut(&mut dw[..cc * 9], 9 * 1024, |c, part| {
+    const PER_TASK: usize = 1024; // (co, ci) pairs
+    crate::par::par_chunks_mut(&mut dw[..cc * 9], 9 * PER_TASK, |c, part| {
         for (k, out) in part.chunks_exact_mut(9).enumerate() {
-            let idx = c * 1024 + k;
+            let idx = c * PER_TASK + k;
             let d = |i: usize, j: usize| du[(i * 4 + j) * cc + idx];
             // G^T X G, where G^T maps (a, b, c, e) to (a + (b+c)/2, (b-c)/2, (b+c)/2 + e)
             let gt = |a: f32, b: f32, c: f32, e: f32| {
