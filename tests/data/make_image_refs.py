@@ -4,6 +4,9 @@ Run from the repository root:  python3 tests/data/make_image_refs.py
 Also (re)creates the two small derived test images, from the shared photos:
   chelsea_120x80.png        RGB PNG, from chelsea_451x300.png (CC0), Lanczos resize
   retina_160x120_444.jpg    4:4:4 JPEG q92, from retina_1280x960_444.jpg (CC0)
+  rocket_45x31_420.jpg      4:2:0 JPEG q90 with odd sizes, from rocket_640x427.jpg (CC0)
+  rocket_3x5_422.jpg        4:2:2 JPEG q90, two chroma columns (libjpeg's
+                            plain, not "fancy", upsampling), same source
 Pillow decodes JPEG with libjpeg-turbo (islow IDCT, fancy upsampling), like
 OpenCV inside MXNet, and ignores EXIF orientation unless asked.
 
@@ -30,6 +33,13 @@ def make_derived():
     if os.path.exists(src):
         Image.open(src).resize((160, 120), Image.LANCZOS).save(
             os.path.join(HERE, "retina_160x120_444.jpg"), quality=92, subsampling=0)
+    src = os.path.join(SHARED, "rocket_640x427.jpg")
+    if os.path.exists(src):
+        im = Image.open(src)
+        im.resize((45, 31), Image.LANCZOS).save(
+            os.path.join(HERE, "rocket_45x31_420.jpg"), quality=90, subsampling=2)
+        im.resize((3, 5), Image.LANCZOS).save(
+            os.path.join(HERE, "rocket_3x5_422.jpg"), quality=90, subsampling=1)
 
 
 def samples(arr_bytes, w, h, c):

@@ -727,30 +727,27 @@ fn process(sh: &Shared, epoch: u64, idx: usize, slot: Slot<'_>, label: &mut [f32
             &owned
         }
     };
-    // 2. decode
+    // 2. the image's size (headers only: the window to decode comes next)
     let buf = DECODE_BUF.with(|b| std::mem::take(&mut *b.borrow_mut()));
-    let img = image::imdecode_reuse(img_bytes, if c == 1 { 0 } else { 1 }, true, buf)
-        .map_err(with_loc)?;
+    let dec =
+        image::Decoding::new(img_bytes, if c == 1 { 0 } else { 1 }, true).map_err(with_loc)?;
+    let (ih, iw) = (dec.height, dec.width);
     let mut rng = Rng::seeded(record_seed(sh.cfg.seed, epoch, idx));
     // 3. plan the shorter-side resize, the crop and the mirror (the random
     // draws in MXNet's order: resize interpolation, crop, mirror)
     let (rh, rw, resize_it) = match sh.aug.resize {
         Some(size) => {
-            let (nh, nw) = image::short_side_size(img.height, img.width, size);
+            let (nh, nw) = image::short_side_size(ih, iw, size);
             let (nh, nw) = (nh.max(1), nw.max(1));
-            if (nh, nw) == (img.height, img.width) {
+            if (nh, nw) == (ih, iw) {
                 (nh, nw, None)
             } else {
-                let it = Interp::from_mxnet(
-                    sh.aug.inter_method,
-                    (img.height, img.width),
-                    (nh, nw),
-                    Some(&mut rng),
-                )?;
+                let it =
+                    Interp::from_mxnet(sh.aug.inter_method, (ih, iw), (nh, nw), Some(&mut rng))?;
                 (nh, nw, Some(it))
             }
         }
-        None => (img.height, img.width, None),
+        None => (ih, iw, None),
     };
     let rect = if sh.aug.rand_crop {
         image::random_crop_rect(rw, rh, (w, h), &mut rng)
@@ -762,16 +759,23 @@ fn process(sh: &Shared, epoch: u64, idx: usize, slot: Slot<'_>, label: &mut [f32
         Slot::F32(d) => image::write_chw_f32(view, rect, mirror, &sh.aug.norm, d),
         Slot::U8(d) => image::write_chw_u8(view, rect, mirror, d),
     };
-    // 4. shrinking to a crop of the output size: resize only the window
-    let shrink = rw <= img.width && rh <= img.height;
+    // 4. shrinking to a crop of the output size: decode (about) the source
+    // of the window and resize only the window
+    let shrink = rw <= iw && rh <= ih;
     if let (Some(it), true) = (resize_it, shrink && (rect.w, rect.h) == (w, h)) {
-        let win = image::with_resizer(|r| r.resize_window(img.view(), rw, rh, rect, it))?;
-        if let Some(win) = win {
-            let res = write(win.view(), Rect { x: 0, y: 0, w, h });
+        if it.is_filter() {
+            let src = image::window_source((iw, ih), (rw, rh), rect, it);
+            let (img, at) = dec.window(src, buf).map_err(with_loc)?;
+            let mut out = image::Image::zeros(h, w, img.channels);
+            image::with_resizer(|r| {
+                r.resize_window_part(img.view(), at, (iw, ih), (rw, rh), rect, it, &mut out.data)
+            })?;
+            let res = write(out.view(), Rect { x: 0, y: 0, w, h });
             give_back(img.data);
             return res;
         }
     }
+    let img = dec.all(buf).map_err(with_loc)?;
     // 5. otherwise resize, crop (resizing the crop when it is smaller than
     // the output), mirror, write
     let img = match resize_it {
