@@ -22,6 +22,8 @@ pub struct Bad(pub &'static str);
 
 type R<T> = std::result::Result<T, Bad>;
 
+use std::num::Wrapping;
+
 /// Zigzag position -> natural (row-major) index in an 8x8 block.
 const ZIGZAG: [u8; 64] = [
     0, 1, 8, 16, 9, 2, 3, 10, 17, 24, 32, 25, 18, 11, 4, 5, 12, 19, 26, 33, 40, 48, 41, 34, 27, 20,
@@ -298,8 +300,8 @@ fn decode_block(
 
 // ---------------------------------------------------------------- IDCT
 
-const CONST_BITS: i32 = 13;
-const PASS1_BITS: i32 = 2;
+const CONST_BITS: usize = 13;
+const PASS1_BITS: usize = 2;
 const F0_298: i32 = 2446;
 const F0_390: i32 = 3196;
 const F0_541: i32 = 4433;
@@ -317,45 +319,42 @@ const F3_072: i32 = 25172;
 /// holds input k of eight independent 1-D transforms (one per lane);
 /// outputs are descaled by `shift` with rounding and offset by `add`.
 #[inline(always)]
-fn idct_pass(v: &[[i32; 8]; 8], shift: i32, add: i32) -> [[i32; 8]; 8] {
+fn idct_pass(v: &[[i32; 8]; 8], shift: usize, add: i32) -> [[i32; 8]; 8] {
+    // wrapping arithmetic: corrupt coefficients may overflow (garbage
+    // pixels, never a panic in a debug build); valid ones never do
     let mut o = [[0i32; 8]; 8];
-    let round = 1 << (shift - 1);
+    let w = Wrapping;
+    let (round, add) = (w(1i32 << (shift - 1)), w(add));
     for j in 0..8 {
-        let (z2, z3) = (v[2][j], v[6][j]);
-        let z1 = (z2 + z3).wrapping_mul(F0_541);
-        let tmp2 = z1 + z3.wrapping_mul(-F1_847);
-        let tmp3 = z1 + z2.wrapping_mul(F0_765);
-        let tmp0 = (v[0][j] + v[4][j]) << CONST_BITS;
-        let tmp1 = (v[0][j] - v[4][j]) << CONST_BITS;
+        let x = |k: usize| w(v[k][j]);
+        let (z2, z3) = (x(2), x(6));
+        let z1 = (z2 + z3) * w(F0_541);
+        let tmp2 = z1 + z3 * w(-F1_847);
+        let tmp3 = z1 + z2 * w(F0_765);
+        let tmp0 = (x(0) + x(4)) << CONST_BITS;
+        let tmp1 = (x(0) - x(4)) << CONST_BITS;
         let (t10, t13, t11, t12) = (tmp0 + tmp3, tmp0 - tmp3, tmp1 + tmp2, tmp1 - tmp2);
 
-        let (mut a0, mut a1, mut a2, mut a3) = (v[7][j], v[5][j], v[3][j], v[1][j]);
-        let z1 = a0 + a3;
-        let z2 = a1 + a2;
-        let z3 = a0 + a2;
-        let z4 = a1 + a3;
-        let z5 = (z3 + z4).wrapping_mul(F1_175);
-        a0 = a0.wrapping_mul(F0_298);
-        a1 = a1.wrapping_mul(F2_053);
-        a2 = a2.wrapping_mul(F3_072);
-        a3 = a3.wrapping_mul(F1_501);
-        let z1 = z1.wrapping_mul(-F0_899);
-        let z2 = z2.wrapping_mul(-F2_562);
-        let z3 = z3.wrapping_mul(-F1_961) + z5;
-        let z4 = z4.wrapping_mul(-F0_390) + z5;
-        a0 += z1 + z3;
-        a1 += z2 + z4;
-        a2 += z2 + z3;
-        a3 += z1 + z4;
+        let (a0, a1, a2, a3) = (x(7), x(5), x(3), x(1));
+        let z5 = (a0 + a1 + a2 + a3) * w(F1_175);
+        let z1 = (a0 + a3) * w(-F0_899);
+        let z2 = (a1 + a2) * w(-F2_562);
+        let z3 = (a0 + a2) * w(-F1_961) + z5;
+        let z4 = (a1 + a3) * w(-F0_390) + z5;
+        let a0 = a0 * w(F0_298) + z1 + z3;
+        let a1 = a1 * w(F2_053) + z2 + z4;
+        let a2 = a2 * w(F3_072) + z2 + z3;
+        let a3 = a3 * w(F1_501) + z1 + z4;
 
-        o[0][j] = ((t10 + a3 + round) >> shift) + add;
-        o[7][j] = ((t10 - a3 + round) >> shift) + add;
-        o[1][j] = ((t11 + a2 + round) >> shift) + add;
-        o[6][j] = ((t11 - a2 + round) >> shift) + add;
-        o[2][j] = ((t12 + a1 + round) >> shift) + add;
-        o[5][j] = ((t12 - a1 + round) >> shift) + add;
-        o[3][j] = ((t13 + a0 + round) >> shift) + add;
-        o[4][j] = ((t13 - a0 + round) >> shift) + add;
+        let out = |t: Wrapping<i32>| (((t + round) >> shift) + add).0;
+        o[0][j] = out(t10 + a3);
+        o[7][j] = out(t10 - a3);
+        o[1][j] = out(t11 + a2);
+        o[6][j] = out(t11 - a2);
+        o[2][j] = out(t12 + a1);
+        o[5][j] = out(t12 - a1);
+        o[3][j] = out(t13 + a0);
+        o[4][j] = out(t13 - a0);
     }
     o
 }
@@ -549,8 +548,9 @@ fn idct_block(
     simd: bool,
 ) {
     if last == 0 {
-        let dc = (blk[0] as i32).wrapping_mul(q[0]) << PASS1_BITS;
-        let v = (((dc + (1 << (PASS1_BITS + 2))) >> (PASS1_BITS + 3)) + 128).clamp(0, 255) as u8;
+        let dc = (Wrapping(blk[0] as i32) * Wrapping(q[0])) << PASS1_BITS;
+        let v = (((dc + Wrapping(1 << (PASS1_BITS + 2))) >> (PASS1_BITS + 3)).0 + 128).clamp(0, 255)
+            as u8;
         for r in 0..8 {
             out[r * stride..r * stride + 8].fill(v);
         }
