@@ -358,3 +358,52 @@ def test_imageiter_resize_then_crop_in_one_pass(crop, interp, size):
     for g, w in zip(got, want):
         assert np.abs(g - w).max() <= 1
         assert (g != w).mean() < 0.01
+
+
+@pytest.mark.parametrize("crop", ["random", "center"])
+@pytest.mark.parametrize("interp", [1, 2, 4])
+def test_imageiter_decodes_only_the_window_with_the_same_pixels(tmp_path, monkeypatch, crop, interp):
+    # ResizeAug + crop first in the list: ImageIter decodes about the
+    # window's source only (baseline JPEGs), with exactly the pixels of
+    # decoding the whole image first; progressive JPEG and PNG decode whole
+    images = os.path.join(os.path.dirname(__file__), "..", "data", "images")
+    names = [
+        "astronaut_640x480_restart.jpg",
+        "coffee_500x500_422.jpg",
+        "camera_gray_512x512.jpg",
+        "hubble_800x600_progressive.jpg",
+        "chelsea_120x80.png",
+        "retina_160x120_444.jpg",
+    ]
+    rec, idx = str(tmp_path / "w.rec"), str(tmp_path / "w.idx")
+    w = mx.recordio.MXIndexedRecordIO(idx, rec, "w")
+    for i, n in enumerate(names):
+        with open(os.path.join(images, n), "rb") as f:
+            w.write_idx(i, mx.recordio.pack(mx.recordio.IRHeader(0, float(i), i, 0), f.read()))
+    w.close()
+
+    def make():
+        Crop = mx.image.RandomCropAug if crop == "random" else mx.image.CenterCropAug
+        augs = [
+            mx.image.ResizeAug(72, interp),
+            Crop((64, 48), interp),
+            mx.image.HorizontalFlipAug(0.5),
+            mx.image.CastAug(),
+        ]
+        return mx.image.ImageIter(2, (3, 48, 64), path_imgrec=rec, path_imgidx=idx, aug_list=augs)
+
+    native = mx.image.image._native
+    calls = []
+    fused = native.imdecode_resize_window
+    monkeypatch.setattr(native, "imdecode_resize_window", lambda *a: calls.append(1) or fused(*a))
+    random.seed(3)
+    got = [b.data[0].asnumpy() for b in make()]
+    assert len(calls) == len(names)
+    ref_it = make()
+    ref_it.imdecode = lambda s: mx.image.ImageIter.imdecode(ref_it, s)  # whole-image decode
+    random.seed(3)
+    want = [b.data[0].asnumpy() for b in ref_it]
+    assert len(calls) == len(names)  # the reference decoded whole images
+    assert len(got) == len(want) == 3
+    for g, w in zip(got, want):
+        assert np.array_equal(g, w)

@@ -345,13 +345,27 @@ class ResizeAug(Augmenter):
         return resize_short(src, self.size, self.interp)
 
 
-def _resize_then_crop(src, resize, crop):
+def _not_overridden(it, name):
+    """Whether ``it.name`` is ImageIter's own method (not a subclass's or an
+    instance attribute)."""
+    return getattr(getattr(it, name), "__func__", None) is getattr(ImageIter, name)
+
+
+def _resize_then_crop(src, resize, crop, encoded=None):
     """``crop(resize(src))`` for a ResizeAug and a RandomCropAug /
     CenterCropAug, drawing the same random numbers in the same order; a
     shrinking resize whose crop needs no second resize is one window resize
-    of the source."""
-    _check_image(src, "resize_short")
-    h, w, _ = src.shape
+    of the source.
+
+    With ``src`` None, ``encoded`` is (bytes, where, (h, w, c) from the
+    header): the image is decoded here, and for the window resize only
+    about the window's source is decoded (a baseline JPEG skips most of the
+    rest; the pixels are those of a full decode)."""
+    if encoded is None:
+        _check_image(src, "resize_short")
+        h, w, _ = src.shape
+    else:
+        h, w, _ = encoded[2]
     size = resize.size
     if h > w:
         new_h, new_w = size * h // w, size
@@ -359,8 +373,10 @@ def _resize_then_crop(src, resize, crop):
         new_h, new_w = size, size * w // h
     interp = _get_interp_method(resize.interp, (h, w, new_h, new_w))
     cw, ch = scale_down((new_w, new_h), crop.size)
-    if (src.dtype != np.uint8 or interp not in (1, 2, 4) or new_h > h or new_w > w or new_h < 1 or new_w < 1
-            or (cw, ch) != tuple(crop.size)):
+    if ((src is not None and src.dtype != np.uint8) or interp not in (1, 2, 4) or new_h > h or new_w > w
+            or new_h < 1 or new_w < 1 or (cw, ch) != tuple(crop.size)):
+        if src is None:
+            src = _native.imdecode(encoded[0], 1, True, None, encoded[1])
         return crop(imresize(src, new_w, new_h, interp=interp))
     if type(crop) is RandomCropAug:
         x0 = random.randint(0, new_w - cw)
@@ -368,6 +384,8 @@ def _resize_then_crop(src, resize, crop):
     else:
         x0 = int((new_w - cw) / 2)
         y0 = int((new_h - ch) / 2)
+    if src is None:
+        return _native.imdecode_resize_window(encoded[0], 1, True, new_w, new_h, (x0, y0, cw, ch), interp, encoded[1])
     return _native.image_resize_window(src, new_w, new_h, (x0, y0, cw, ch), interp)
 
 
@@ -881,6 +899,30 @@ class ImageIter(io.DataIter):
     def _prepare_sample(self, label, s):
         """Decode and augment one sample; returns (data, label), or None to
         skip an invalid image (hook for subclasses such as ImageDetIter)."""
+        augs = self.auglist
+        if (
+            len(augs) >= 2
+            and type(augs[0]) is ResizeAug
+            and type(augs[1]) in (RandomCropAug, CenterCropAug)
+            and _not_overridden(self, "imdecode")
+            and _not_overridden(self, "augmentation_transform")
+        ):
+            # decode only about the part of the image the first resize and
+            # crop keep (unreadable bytes take the plain path and its error)
+            buf = _as_bytes(s)
+            try:
+                shape = _native.decode_shape(buf, 1)
+            except Exception:
+                shape = None
+            if shape is not None:
+                where = "Broken image " + (self._last_where or "")
+                data = _resize_then_crop(None, augs[0], augs[1], (buf, where, shape))
+                try:
+                    self.check_valid_image(data)
+                except RuntimeError as e:
+                    logging.debug("Invalid image, skipping:  %s", str(e))
+                    return None
+                return self._augment(data, 2), label
         data = self.imdecode(s)
         try:
             self.check_valid_image(data)
@@ -981,8 +1023,13 @@ class ImageIter(io.DataIter):
         RandomCropAug / CenterCropAug of the crop's own size runs as one
         window resize when it shrinks (only the cropped part is resized;
         same random draws and, up to rounding, the same pixels)."""
+        return self._augment(data, 0)
+
+    def _augment(self, data, start):
+        """Apply the augmenters from index ``start`` on (see
+        augmentation_transform)."""
         augs = self.auglist
-        i = 0
+        i = start
         while i < len(augs):
             aug = augs[i]
             if (type(aug) is ResizeAug and i + 1 < len(augs)

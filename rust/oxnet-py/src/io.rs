@@ -257,6 +257,21 @@ fn out_core(out: Option<PyRef<'_, NDArray>>) -> Option<Core> {
     out.map(|o| o.inner.clone())
 }
 
+/// Errors prefixed with `source` (which image), when given.
+fn naming(source: Option<String>) -> impl Fn(Error) -> Error + Clone {
+    move |e: Error| match &source {
+        None => e,
+        Some(s) => {
+            let m = format!("{s}: {}", e.message());
+            match e {
+                Error::Param(_) => Error::Param(m),
+                Error::Io(_) => Error::Io(m),
+                _ => Error::Decode(m),
+            }
+        }
+    }
+}
+
 /// Decode JPEG/PNG bytes into a (h, w, c) uint8 array. The header is read
 /// now (errors about unreadable data raise here); the decode runs on the
 /// engine and its errors raise at the wait on the returned array.
@@ -271,17 +286,7 @@ fn imdecode(
     source: Option<String>,
 ) -> PyResult<Py<NDArray>> {
     let data = buf.to_vec();
-    let at = move |e: Error| match &source {
-        None => e,
-        Some(s) => {
-            let m = format!("{s}: {}", e.message());
-            match e {
-                Error::Param(_) => Error::Param(m),
-                Error::Io(_) => Error::Io(m),
-                _ => Error::Decode(m),
-            }
-        }
-    };
+    let at = naming(source);
     let (h, w, c) = py
         .detach(|| guarded("imdecode", || image::decode_shape(&data, flag)))
         .map_err(&at)
@@ -344,22 +349,13 @@ fn interp_of(code: i32) -> Result<Interp> {
     Interp::from_mxnet(code, (1, 1), (1, 1), None)
 }
 
-/// The window `win` (x, y, w, h) of a uint8 HWC image resized to
-/// `full_w` x `full_h`, computed without resizing the rest (a resize and a
-/// crop in one pass; see `Resizer::resize_window`). Interpolation 1, 2 or 4.
-#[pyfunction]
-#[pyo3(signature = (src, full_w, full_h, win, interp=1))]
-fn image_resize_window(
-    py: Python<'_>,
-    src: PyRef<'_, NDArray>,
+/// The checked window and filter of a window resize.
+fn window_args(
     full_w: usize,
     full_h: usize,
     win: (usize, usize, usize, usize),
     interp: i32,
-) -> PyResult<Py<NDArray>> {
-    let s = src.inner.clone();
-    need_u8("imresize", &s).py_err()?;
-    let (sh, sw, c) = hwc("imresize", &s).py_err()?;
+) -> PyResult<(Rect, Interp)> {
     let r = Rect {
         x: win.0,
         y: win.1,
@@ -384,6 +380,86 @@ fn image_resize_window(
             "imresize: a window resize needs interp 1, 2 or 4, got {interp}"
         )));
     }
+    Ok((r, it))
+}
+
+/// `image_resize_window(imdecode(buf, flag, to_rgb), ...)` in one engine
+/// operation that decodes only about the source of the window (a baseline
+/// JPEG then skips most of the work outside it; other images are decoded
+/// whole). The header is read now; decode errors, prefixed with `source`,
+/// raise at the wait on the returned (win_h, win_w, c) uint8 array.
+#[pyfunction]
+#[pyo3(signature = (buf, flag, to_rgb, full_w, full_h, win, interp=1, source=None))]
+#[allow(clippy::too_many_arguments)]
+fn imdecode_resize_window(
+    py: Python<'_>,
+    buf: &[u8],
+    flag: i32,
+    to_rgb: bool,
+    full_w: usize,
+    full_h: usize,
+    win: (usize, usize, usize, usize),
+    interp: i32,
+    source: Option<String>,
+) -> PyResult<Py<NDArray>> {
+    let data = buf.to_vec();
+    let at = naming(source);
+    let (h, w, c) = py
+        .detach(|| guarded("imdecode", || image::decode_shape(&data, flag)))
+        .map_err(at.clone())
+        .py_err()?;
+    let (r, it) = window_args(full_w, full_h, win, interp)?;
+    throttle(py);
+    let a = push_map(
+        "imdecode",
+        None,
+        None,
+        vec![r.h, r.w, c],
+        DType::U8,
+        move |_, dst| {
+            guarded("imdecode", || {
+                let dec = image::Decoding::new(&data, flag, to_rgb)?;
+                if (dec.height, dec.width) != (h, w) {
+                    return Err(Error::Decode("imdecode: the image size changed".into()));
+                }
+                let src = image::window_source((w, h), (full_w, full_h), r, it);
+                let (img, part) = dec.window(src, Vec::new())?;
+                image::with_resizer(|z| {
+                    z.resize_window_part(
+                        img.view(),
+                        part,
+                        (w, h),
+                        (full_w, full_h),
+                        r,
+                        it,
+                        dst.bytes_mut(),
+                    )
+                })
+            })
+            .map_err(at)
+        },
+    )
+    .py_err()?;
+    wrap(py, a)
+}
+
+/// The window `win` (x, y, w, h) of a uint8 HWC image resized to
+/// `full_w` x `full_h`, computed without resizing the rest (a resize and a
+/// crop in one pass; see `Resizer::resize_window`). Interpolation 1, 2 or 4.
+#[pyfunction]
+#[pyo3(signature = (src, full_w, full_h, win, interp=1))]
+fn image_resize_window(
+    py: Python<'_>,
+    src: PyRef<'_, NDArray>,
+    full_w: usize,
+    full_h: usize,
+    win: (usize, usize, usize, usize),
+    interp: i32,
+) -> PyResult<Py<NDArray>> {
+    let s = src.inner.clone();
+    need_u8("imresize", &s).py_err()?;
+    let (sh, sw, c) = hwc("imresize", &s).py_err()?;
+    let (r, it) = window_args(full_w, full_h, win, interp)?;
     throttle(py);
     let a = push_map(
         "imresize",
@@ -955,6 +1031,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(imdecode_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(image_resize, m)?)?;
     m.add_function(wrap_pyfunction!(image_resize_window, m)?)?;
+    m.add_function(wrap_pyfunction!(imdecode_resize_window, m)?)?;
     m.add_function(wrap_pyfunction!(image_flip_lr, m)?)?;
     m.add_function(wrap_pyfunction!(image_copy_make_border, m)?)?;
     m.add_function(wrap_pyfunction!(image_color, m)?)?;
