@@ -1,7 +1,9 @@
 //! Image decoding and augmentation on HWC `u8` buffers, with MXNet 1.9.1's
 //! semantics (`mx.image`, OpenCV underneath in MXNet).
 //!
-//! - Decoding: JPEG (zune-jpeg) and PNG (zune-png) to HWC u8, RGB or BGR
+//! - Decoding: JPEG (baseline by oxnet's own decoder, [`jpeg`], with
+//!   libjpeg's exact arithmetic and window decoding; others by zune-jpeg)
+//!   and PNG (zune-png) to HWC u8, RGB or BGR
 //!   (`to_rgb = false`, OpenCV's order), 3 channels for `flag = 1` (gray
 //!   images are replicated, alpha is dropped) and 1 channel for `flag = 0`
 //!   (a colour JPEG gives its Y channel, as libjpeg does for OpenCV; a colour
