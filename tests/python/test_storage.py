@@ -34,7 +34,11 @@ def test_steady_state_loop_does_not_grow():
         x = (x * 0.5 + 1).exp().log()
     mx.nd.waitall()
     after = mx.storage.stats()
-    assert after["bytes_in_use"] + after["bytes_cached"] <= before["bytes_in_use"] + before["bytes_cached"]
+    # 2000 ops each writing a fresh 256 KiB array: a leak would hold ~500 MB;
+    # a few more arrays in flight at once than during the warm-up is
+    # scheduling (the threaded engine's queue depth varies run to run)
+    grown = after["bytes_in_use"] + after["bytes_cached"] - before["bytes_in_use"] - before["bytes_cached"]
+    assert grown <= 4 * 256 * 256 * 4
 
 
 def test_pool_type_from_env():

@@ -272,6 +272,18 @@ fn naming(source: Option<String>) -> impl Fn(Error) -> Error + Clone {
     }
 }
 
+/// The (h, w, c) an image's header gives, errors named by `at`.
+fn header(
+    py: Python<'_>,
+    data: &[u8],
+    flag: i32,
+    at: &impl Fn(Error) -> Error,
+) -> PyResult<(usize, usize, usize)> {
+    py.detach(|| guarded("imdecode", || image::decode_shape(data, flag)))
+        .map_err(at)
+        .py_err()
+}
+
 /// Decode JPEG/PNG bytes into a (h, w, c) uint8 array. The header is read
 /// now (errors about unreadable data raise here); the decode runs on the
 /// engine and its errors raise at the wait on the returned array.
@@ -287,10 +299,7 @@ fn imdecode(
 ) -> PyResult<Py<NDArray>> {
     let data = buf.to_vec();
     let at = naming(source);
-    let (h, w, c) = py
-        .detach(|| guarded("imdecode", || image::decode_shape(&data, flag)))
-        .map_err(&at)
-        .py_err()?;
+    let (h, w, c) = header(py, &data, flag, &at)?;
     throttle(py);
     let a = push_map(
         "imdecode",
@@ -404,10 +413,7 @@ fn imdecode_resize_window(
 ) -> PyResult<Py<NDArray>> {
     let data = buf.to_vec();
     let at = naming(source);
-    let (h, w, c) = py
-        .detach(|| guarded("imdecode", || image::decode_shape(&data, flag)))
-        .map_err(at.clone())
-        .py_err()?;
+    let (h, w, c) = header(py, &data, flag, &at)?;
     let (r, it) = window_args(full_w, full_h, win, interp)?;
     throttle(py);
     let a = push_map(
