@@ -787,6 +787,9 @@ pub struct Window {
     pub h: usize,
 }
 
+/// Largest component plane a thread keeps between images (64 MiB).
+const KEEP_PLANE_BYTES: usize = 1 << 26;
+
 thread_local! {
     static PLANES: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
@@ -859,7 +862,10 @@ impl Frame<'_> {
         );
         SCRATCH.with(|s| *s.borrow_mut() = scratch);
         for (buf, p) in pool.iter_mut().zip(planes) {
-            *buf = p.data;
+            // keep photo-sized planes for the next image, not a huge one's
+            if p.data.len() <= KEEP_PLANE_BYTES {
+                *buf = p.data;
+            }
         }
         PLANES.with(|p| *p.borrow_mut() = pool);
         res
