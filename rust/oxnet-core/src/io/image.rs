@@ -397,11 +397,7 @@ pub fn imdecode_into(
         if dst.len() != w * h * c {
             return Err(size_err((h, w, c)));
         }
-        let all = jpeg::Window { x: 0, y: 0, w, h };
-        if f.decode(all, c, dst).is_ok() {
-            if !to_rgb {
-                swap_rb_pixels(dst, c);
-            }
+        if baseline_into(&f, Rect { x: 0, y: 0, w, h }, c, to_rgb, dst) {
             return Ok((h, w, c));
         }
     }
@@ -426,6 +422,19 @@ pub fn imdecode_into(
     Ok(img.shape())
 }
 
+/// Window `win` of a frame the baseline decoder handles into `out`
+/// (win.w * win.h * c bytes), RGB or BGR; false when the decoder gives up on
+/// the stream.
+fn baseline_into(f: &jpeg::Frame<'_>, win: Rect, c: usize, to_rgb: bool, out: &mut [u8]) -> bool {
+    if f.decode(win, c, out).is_err() {
+        return false;
+    }
+    if !to_rgb {
+        swap_rb_pixels(out, c);
+    }
+    true
+}
+
 /// Window `win` of a frame the baseline decoder handles, into `buf`'s
 /// allocation; `Err(buf)` when the decoder gives up on the stream.
 fn decode_window(
@@ -436,17 +445,8 @@ fn decode_window(
     buf: Vec<u8>,
 ) -> std::result::Result<Image, Vec<u8>> {
     let mut data = sized(buf, win.w * win.h * c);
-    let w = jpeg::Window {
-        x: win.x,
-        y: win.y,
-        w: win.w,
-        h: win.h,
-    };
-    if f.decode(w, c, &mut data).is_err() {
+    if !baseline_into(f, win, c, to_rgb, &mut data) {
         return Err(data);
-    }
-    if !to_rgb {
-        swap_rb_pixels(&mut data, c);
     }
     Ok(Image {
         height: win.h,

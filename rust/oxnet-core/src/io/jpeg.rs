@@ -22,6 +22,7 @@ pub struct Bad(pub &'static str);
 
 type R<T> = std::result::Result<T, Bad>;
 
+use crate::io::image::Rect;
 use std::num::Wrapping;
 
 /// Zigzag position -> natural (row-major) index in an 8x8 block.
@@ -778,15 +779,6 @@ impl<'a> Frame<'a> {
 
 // --------------------------------------------------------- decoding
 
-/// A window of the image, in pixels.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Window {
-    pub x: usize,
-    pub y: usize,
-    pub w: usize,
-    pub h: usize,
-}
-
 /// Largest component plane a thread keeps between images (64 MiB).
 const KEEP_PLANE_BYTES: usize = 1 << 26;
 
@@ -805,7 +797,7 @@ impl Frame<'_> {
     /// with `c` channels (1: gray / the Y channel; 3: RGB, gray replicated),
     /// rows of `win.w * c` bytes. Only the MCU rows down to the window's
     /// last are entropy-decoded, and only the MCUs around it transformed.
-    pub fn decode(&self, win: Window, c: usize, out: &mut [u8]) -> R<()> {
+    pub fn decode(&self, win: Rect, c: usize, out: &mut [u8]) -> R<()> {
         if win.w == 0 || win.h == 0 || win.x + win.w > self.width || win.y + win.h > self.height {
             return Err(Bad("window outside the image"));
         }
@@ -840,13 +832,11 @@ impl Frame<'_> {
                 Plane { w, data }
             })
             .collect();
-        let qs: Vec<&[i32; 64]> = self.comps.iter().map(|cp| &self.qt[cp.tq]).collect();
         let mut done = win.y;
         let mut scratch = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
         let stride = win.w * c;
         let res = self.entropy(
             &mut planes,
-            &qs,
             (mx0, mx1, my0, my1),
             ncomp,
             simd,
@@ -877,7 +867,6 @@ impl Frame<'_> {
     fn entropy(
         &self,
         planes: &mut [Plane],
-        qs: &[&[i32; 64]],
         (mx0, mx1, my0, my1): (usize, usize, usize, usize),
         ncomp: usize,
         simd: bool,
@@ -925,7 +914,14 @@ impl Frame<'_> {
                             if transform {
                                 let pl = &mut planes[ci];
                                 let at = (my * cp.v + by) * 8 * pl.w + (mx * cp.h + bx) * 8;
-                                idct_block(&blk, last, qs[ci], &mut pl.data[at..], pl.w, simd);
+                                idct_block(
+                                    &blk,
+                                    last,
+                                    &self.qt[cp.tq],
+                                    &mut pl.data[at..],
+                                    pl.w,
+                                    simd,
+                                );
                             }
                             blk = [0; 64];
                         }
@@ -949,7 +945,7 @@ impl Frame<'_> {
     fn row(
         &self,
         planes: &[Plane],
-        win: Window,
+        win: Rect,
         c: usize,
         y: usize,
         dst: &mut [u8],
@@ -1180,14 +1176,14 @@ mod tests {
         let f = Frame::parse(&coffee).unwrap();
         assert_eq!((f.width, f.height, f.components()), (500, 500, 3));
         let mut out = vec![0u8; 12];
-        let bad = Window {
+        let bad = Rect {
             x: 499,
             y: 0,
             w: 2,
             h: 2,
         };
         assert!(f.decode(bad, 3, &mut out).is_err());
-        let ok = Window {
+        let ok = Rect {
             x: 498,
             y: 0,
             w: 2,
@@ -1227,7 +1223,7 @@ mod tests {
                 }
                 for c in [1, 3] {
                     let mut out = vec![0u8; f.width * f.height * c];
-                    let all = Window {
+                    let all = Rect {
                         x: 0,
                         y: 0,
                         w: f.width,
