@@ -240,6 +240,14 @@ pub fn cast_blob(src: &Blob, dst: &Blob) {
             dst.data_mut::<f32>(),
             half::f16::to_f32,
         ),
+        // to or from float32: one conversion (Rust's `as`, as NumPy's cast:
+        // an int64 is rounded once, not through float64 first)
+        (from, crate::DType::F32) if from != crate::DType::Bool => {
+            crate::dispatch_dtype!(from, T => map1(src.data::<T>(), dst.data_mut::<f32>(), T::to_f32))
+        }
+        (crate::DType::F32, to) if to != crate::DType::Bool => {
+            crate::dispatch_dtype!(to, T => map1(src.data::<f32>(), dst.data_mut::<T>(), T::from_f32))
+        }
         _ => {
             crate::dispatch_dtype!(src.dtype, S => crate::dispatch_dtype!(dst.dtype, D => go::<S, D>(src.data::<S>(), dst.data_mut::<D>())))
         }
