@@ -360,9 +360,27 @@ def test_imageiter_resize_then_crop_in_one_pass(crop, interp, size):
         assert (g != w).mean() < 0.01
 
 
+TAILS = {
+    "flip_cast": lambda: [mx.image.HorizontalFlipAug(0.5), mx.image.CastAug()],
+    "flip_cast_normalize": lambda: [
+        mx.image.HorizontalFlipAug(0.5),
+        mx.image.CastAug(),
+        mx.image.ColorNormalizeAug(mx.nd.array([123.7, 116.3, 103.5]), mx.nd.array([58.4, 57.1, 57.4])),
+    ],
+    "cast_normalize_scalar_then_jitter": lambda: [
+        mx.image.CastAug("float32"),
+        mx.image.ColorNormalizeAug(100.0, None),
+        mx.image.BrightnessJitterAug(0.3),
+    ],
+    "flip_only": lambda: [mx.image.HorizontalFlipAug(0.7)],
+    "cast_then_flip": lambda: [mx.image.CastAug(), mx.image.HorizontalFlipAug(0.5)],
+}
+
+
 @pytest.mark.parametrize("crop", ["random", "center"])
 @pytest.mark.parametrize("interp", [1, 2, 4])
-def test_imageiter_decodes_only_the_window_with_the_same_pixels(tmp_path, monkeypatch, crop, interp):
+@pytest.mark.parametrize("tail", sorted(TAILS))
+def test_imageiter_decodes_only_the_window_with_the_same_pixels(tmp_path, monkeypatch, crop, interp, tail):
     # ResizeAug + crop first in the list: ImageIter decodes about the
     # window's source only (baseline JPEGs), with exactly the pixels of
     # decoding the whole image first; progressive JPEG and PNG decode whole
@@ -384,18 +402,16 @@ def test_imageiter_decodes_only_the_window_with_the_same_pixels(tmp_path, monkey
 
     def make():
         Crop = mx.image.RandomCropAug if crop == "random" else mx.image.CenterCropAug
-        augs = [
-            mx.image.ResizeAug(72, interp),
-            Crop((64, 48), interp),
-            mx.image.HorizontalFlipAug(0.5),
-            mx.image.CastAug(),
-        ]
+        augs = [mx.image.ResizeAug(72, interp), Crop((64, 48), interp)] + TAILS[tail]()
         return mx.image.ImageIter(2, (3, 48, 64), path_imgrec=rec, path_imgidx=idx, aug_list=augs)
 
+    # the flip, cast and normalisation after the crop run inside the
+    # window decode (the keyword arguments show which), with the same
+    # random draws and values as the augmenters one by one
     native = mx.image.image._native
     calls = []
     fused = native.imdecode_resize_window
-    monkeypatch.setattr(native, "imdecode_resize_window", lambda *a: calls.append(1) or fused(*a))
+    monkeypatch.setattr(native, "imdecode_resize_window", lambda *a, **k: calls.append(sorted(k)) or fused(*a, **k))
     random.seed(3)
     got = [b.data[0].asnumpy() for b in make()]
     assert len(calls) == len(names)
@@ -404,6 +420,36 @@ def test_imageiter_decodes_only_the_window_with_the_same_pixels(tmp_path, monkey
     random.seed(3)
     want = [b.data[0].asnumpy() for b in ref_it]
     assert len(calls) == len(names)  # the reference decoded whole images
+    want_kw = {
+        "flip_cast": ["mirror", "to_float"],
+        "flip_cast_normalize": ["mirror", "normalize", "to_float"],
+        "cast_normalize_scalar_then_jitter": ["normalize", "to_float"],
+        "flip_only": ["mirror"],
+        "cast_then_flip": ["to_float"],
+    }[tail]
+    # progressive JPEG and PNG decode whole but still in one fused call
+    assert all(k == want_kw for k in calls)
     assert len(got) == len(want) == 3
     for g, w in zip(got, want):
         assert np.array_equal(g, w)
+
+
+def test_imageiter_pad_rows_beyond_the_data_are_zero():
+    # 3 images, batch 8, 'pad': rows 0-2 the images, 3-5 the same images
+    # again (the pad is filled from the start), 6-7 zeros
+    imglist = [[float(i), n] for i, n in enumerate(["chelsea_120x80.png", "retina_160x120_444.jpg", "rocket_45x31_420.jpg"])]
+    it = mx.image.ImageIter(
+        8, (3, 20, 24), imglist=imglist, path_root=IMAGES, aug_list=[mx.image.ForceResizeAug((24, 20))]
+    )
+    batches = list(it)
+    assert len(batches) == 1 and batches[0].pad == 5
+    d = batches[0].data[0].asnumpy()
+    assert batches[0].label[0].asnumpy().tolist() == [0, 1, 2, 0, 1, 2, 0, 0]
+    assert all(d[i].std() > 0 for i in range(6))
+    assert np.array_equal(d[:3], d[3:6])
+    assert not d[6:].any()
+    # the same buffer sizes again: no stale values from the pool in the pad
+    garbage = mx.nd.full((8, 3, 20, 24), 7.0)
+    del garbage
+    it.reset()
+    assert not list(it)[0].data[0].asnumpy()[6:].any()

@@ -351,16 +351,47 @@ def _not_overridden(it, name):
     return getattr(getattr(it, name), "__func__", None) is getattr(ImageIter, name)
 
 
-def _resize_then_crop(src, resize, crop, encoded=None):
+def _fused_tail(rest, c):
+    """The leading augmenters of ``rest`` that the window decode can apply
+    in the same operation (HorizontalFlipAug, then CastAug to float32, then
+    ColorNormalizeAug), as (keyword arguments of imdecode_resize_window,
+    how many augmenters they stand for). Draws the flip's random number
+    where HorizontalFlipAug would."""
+    kw = {}
+    i = 0
+    if i < len(rest) and type(rest[i]) is HorizontalFlipAug:
+        kw["mirror"] = random.random() < rest[i].p
+        i += 1
+    if i < len(rest) and type(rest[i]) is CastAug:
+        try:
+            to_float = np.dtype(rest[i].typ) == np.float32
+        except TypeError:
+            to_float = False
+        if to_float:
+            kw["to_float"] = True
+            i += 1
+            if i < len(rest) and type(rest[i]) is ColorNormalizeAug:
+                m = _chan_values(rest[i].mean, c)
+                s = _chan_values(rest[i].std, c)
+                if m is not False and s is not False:
+                    kw["normalize"] = (m or [0.0] * c) + (s or [1.0] * c)
+                    i += 1
+    return kw, i
+
+
+def _resize_then_crop(src, resize, crop, encoded=None, rest=()):
     """``crop(resize(src))`` for a ResizeAug and a RandomCropAug /
     CenterCropAug, drawing the same random numbers in the same order; a
     shrinking resize whose crop needs no second resize is one window resize
-    of the source.
+    of the source. Returns (image, n): n of the augmenters ``rest`` that
+    follow have been applied too.
 
     With ``src`` None, ``encoded`` is (bytes, where, (h, w, c) from the
     header): the image is decoded here, and for the window resize only
     about the window's source is decoded (a baseline JPEG skips most of the
-    rest; the pixels are those of a full decode)."""
+    rest; the pixels are those of a full decode); the flip, cast and
+    normalisation that follow in ``rest`` run in the same operation (see
+    _fused_tail)."""
     if encoded is None:
         _check_image(src, "resize_short")
         h, w, _ = src.shape
@@ -377,7 +408,7 @@ def _resize_then_crop(src, resize, crop, encoded=None):
             or new_h < 1 or new_w < 1 or (cw, ch) != tuple(crop.size)):
         if src is None:
             src = _native.imdecode(encoded[0], 1, True, None, encoded[1])
-        return crop(imresize(src, new_w, new_h, interp=interp))
+        return crop(imresize(src, new_w, new_h, interp=interp)), 0
     if type(crop) is RandomCropAug:
         x0 = random.randint(0, new_w - cw)
         y0 = random.randint(0, new_h - ch)
@@ -385,8 +416,10 @@ def _resize_then_crop(src, resize, crop, encoded=None):
         x0 = int((new_w - cw) / 2)
         y0 = int((new_h - ch) / 2)
     if src is None:
-        return _native.imdecode_resize_window(encoded[0], 1, True, new_w, new_h, (x0, y0, cw, ch), interp, encoded[1])
-    return _native.image_resize_window(src, new_w, new_h, (x0, y0, cw, ch), interp)
+        kw, n = _fused_tail(rest, encoded[2][2])
+        win = (x0, y0, cw, ch)
+        return _native.imdecode_resize_window(encoded[0], 1, True, new_w, new_h, win, interp, encoded[1], **kw), n
+    return _native.image_resize_window(src, new_w, new_h, (x0, y0, cw, ch), interp), 0
 
 
 class ForceResizeAug(Augmenter):
@@ -916,13 +949,13 @@ class ImageIter(io.DataIter):
                 shape = None
             if shape is not None:
                 where = "Broken image " + (self._last_where or "")
-                data = _resize_then_crop(None, augs[0], augs[1], (buf, where, shape))
+                data, n = _resize_then_crop(None, augs[0], augs[1], (buf, where, shape), augs[2:])
                 try:
                     self.check_valid_image(data)
                 except RuntimeError as e:
                     logging.debug("Invalid image, skipping:  %s", str(e))
                     return None
-                return self._augment(data, 2), label
+                return self._augment(data, 2 + n), label
         data = self.imdecode(s)
         try:
             self.check_valid_image(data)
@@ -974,7 +1007,8 @@ class ImageIter(io.DataIter):
             batch_label = self._cache_label
             i = self._cache_idx
         else:
-            batch_data = nd.zeros((batch_size, c, h, w))
+            # every row is written below, or zeroed when nothing is left
+            batch_data = nd.empty((batch_size, c, h, w))
             batch_label = self._new_label_batch()
             i = self._batchify(batch_data, batch_label)
         pad = batch_size - i
@@ -986,7 +1020,9 @@ class ImageIter(io.DataIter):
                 self._cache_label = batch_label
                 self._cache_idx = i
                 raise StopIteration
-            _ = self._batchify(batch_data, batch_label, i)
+            filled = self._batchify(batch_data, batch_label, i)
+            if filled < batch_size:
+                batch_data[filled:] = 0
             if self.last_batch_handle == "pad":
                 self._allow_read = False
             else:
@@ -1034,7 +1070,7 @@ class ImageIter(io.DataIter):
             aug = augs[i]
             if (type(aug) is ResizeAug and i + 1 < len(augs)
                     and type(augs[i + 1]) in (RandomCropAug, CenterCropAug)):
-                data = _resize_then_crop(data, aug, augs[i + 1])
+                data, _ = _resize_then_crop(data, aug, augs[i + 1])
                 i += 2
                 continue
             data = aug(data)

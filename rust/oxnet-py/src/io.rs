@@ -397,8 +397,14 @@ fn window_args(
 /// JPEG then skips most of the work outside it; other images are decoded
 /// whole). The header is read now; decode errors, prefixed with `source`,
 /// raise at the wait on the returned (win_h, win_w, c) uint8 array.
+///
+/// The same operation can go on with what usually follows in an augmenter
+/// list: `mirror` flips the window left-right, `to_float` makes the result
+/// float32, and `normalize` (mean per channel, then std per channel; needs
+/// `to_float`) subtracts and divides as color_normalize: the values of
+/// those steps run one after another.
 #[pyfunction]
-#[pyo3(signature = (buf, flag, to_rgb, full_w, full_h, win, interp=1, source=None))]
+#[pyo3(signature = (buf, flag, to_rgb, full_w, full_h, win, interp=1, source=None, mirror=false, to_float=false, normalize=None))]
 #[allow(clippy::too_many_arguments)]
 fn imdecode_resize_window(
     py: Python<'_>,
@@ -410,18 +416,31 @@ fn imdecode_resize_window(
     win: (usize, usize, usize, usize),
     interp: i32,
     source: Option<String>,
+    mirror: bool,
+    to_float: bool,
+    normalize: Option<Vec<f32>>,
 ) -> PyResult<Py<NDArray>> {
     let data = buf.to_vec();
     let at = naming(source);
     let (h, w, c) = header(py, &data, flag, &at)?;
     let (r, it) = window_args(full_w, full_h, win, interp)?;
+    if let Some(p) = &normalize {
+        if !to_float || p.len() != 2 * c {
+            return Err(PyValueError::new_err(format!(
+                "imdecode: normalize takes a float result and {} values (mean and std per channel), got {} values{}",
+                2 * c,
+                p.len(),
+                if to_float { "" } else { " without to_float" }
+            )));
+        }
+    }
     throttle(py);
     let a = push_map(
         "imdecode",
         None,
         None,
         vec![r.h, r.w, c],
-        DType::U8,
+        if to_float { DType::F32 } else { DType::U8 },
         move |_, dst| {
             guarded("imdecode", || {
                 let dec = image::Decoding::new(&data, flag, to_rgb)?;
@@ -430,17 +449,19 @@ fn imdecode_resize_window(
                 }
                 let src = image::window_source((w, h), (full_w, full_h), r, it);
                 let (img, part) = dec.window(src, Vec::new())?;
+                let plain = !mirror && !to_float;
+                let mut tmp = if plain { Vec::new() } else { vec![0u8; r.h * r.w * c] };
+                let out = if plain { dst.bytes_mut() } else { &mut tmp[..] };
                 image::with_resizer(|z| {
-                    z.resize_window_part(
-                        img.view(),
-                        part,
-                        (w, h),
-                        (full_w, full_h),
-                        r,
-                        it,
-                        dst.bytes_mut(),
-                    )
-                })
+                    z.resize_window_part(img.view(), part, (w, h), (full_w, full_h), r, it, out)
+                })?;
+                if to_float {
+                    let norm = normalize.as_ref().map(|p| p.split_at(c));
+                    image::u8_to_f32_hwc(&tmp, r.w, c, mirror, norm, dst.data_mut::<f32>());
+                } else if mirror {
+                    image::flip_lr(&tmp, dst.bytes_mut(), r.w, c);
+                }
+                Ok(())
             })
             .map_err(at)
         },
@@ -566,14 +587,8 @@ fn image_flip_lr(py: Python<'_>, src: PyRef<'_, NDArray>) -> PyResult<Py<NDArray
         s.dtype(),
         move |sb, db| {
             let sb = sb.expect("source");
-            let (src, dst) = (sb.bytes(), db.bytes_mut());
-            for y in 0..h {
-                let row = y * w * px;
-                for x in 0..w {
-                    let from = row + (w - 1 - x) * px;
-                    dst[row + x * px..row + (x + 1) * px].copy_from_slice(&src[from..from + px]);
-                }
-            }
+            debug_assert_eq!(sb.bytes().len(), h * w * px);
+            image::flip_lr(sb.bytes(), db.bytes_mut(), w, px);
             Ok(())
         },
     )

@@ -1457,6 +1457,75 @@ unsafe fn rgb_row_avx2(
     groups * 8
 }
 
+/// Mirror an image left-right: row by row, `dst` holds the `px`-byte
+/// pixels of `src` in reverse order (`src` and `dst` are whole rows of
+/// `width` pixels).
+pub fn flip_lr(src: &[u8], dst: &mut [u8], width: usize, px: usize) {
+    fn go<const N: usize>(src: &[u8], dst: &mut [u8], width: usize) {
+        let row = width * N;
+        for (s, d) in src.chunks_exact(row).zip(dst.chunks_exact_mut(row)) {
+            for (o, i) in d.chunks_exact_mut(N).zip(s.chunks_exact(N).rev()) {
+                o.copy_from_slice(i);
+            }
+        }
+    }
+    debug_assert_eq!(src.len(), dst.len());
+    if width == 0 || px == 0 {
+        return;
+    }
+    match px {
+        1 => go::<1>(src, dst, width),
+        2 => go::<2>(src, dst, width),
+        3 => go::<3>(src, dst, width),
+        4 => go::<4>(src, dst, width),
+        8 => go::<8>(src, dst, width),
+        12 => go::<12>(src, dst, width),
+        16 => go::<16>(src, dst, width),
+        _ => {
+            let row = width * px;
+            for (s, d) in src.chunks_exact(row).zip(dst.chunks_exact_mut(row)) {
+                for (o, i) in d.chunks_exact_mut(px).zip(s.chunks_exact(px).rev()) {
+                    o.copy_from_slice(i);
+                }
+            }
+        }
+    }
+}
+
+/// A uint8 HWC image as float32 HWC, mirrored left-right when `mirror`,
+/// then normalised as [`normalize_hwc`] when `norm` is (mean, std): the
+/// values of flip, cast and color_normalize applied one after another.
+pub fn u8_to_f32_hwc(
+    src: &[u8],
+    width: usize,
+    c: usize,
+    mirror: bool,
+    norm: Option<(&[f32], &[f32])>,
+    dst: &mut [f32],
+) {
+    debug_assert_eq!(src.len(), dst.len());
+    let row = width * c;
+    if row == 0 {
+        return;
+    }
+    for (s, d) in src.chunks_exact(row).zip(dst.chunks_exact_mut(row)) {
+        if mirror {
+            for (o, i) in d.chunks_exact_mut(c).zip(s.chunks_exact(c).rev()) {
+                for (a, &b) in o.iter_mut().zip(i) {
+                    *a = b as f32;
+                }
+            }
+        } else {
+            for (a, &b) in d.iter_mut().zip(s) {
+                *a = b as f32;
+            }
+        }
+        if let Some((mean, std)) = norm {
+            normalize_hwc(d, mean, std);
+        }
+    }
+}
+
 /// `(x - mean[k]) / std[k]` for every value of channel k of an HWC float
 /// image, in blocks of 8 pixels against repeated mean/std patterns so the
 /// loop runs on vector lanes (a true division, as MXNet's color_normalize).
@@ -1751,6 +1820,42 @@ mod tests {
             for p in 0..px {
                 for k in 0..c {
                     assert_eq!(chw[k * px + p], src[p * c + k] + 0.5);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn flip_and_float_tail_match_per_pixel_formulas() {
+        for (w, h) in [(1, 1), (5, 3), (17, 2)] {
+            for px in [1, 2, 3, 4, 5, 12] {
+                let src: Vec<u8> = (0..w * h * px).map(|i| (i * 37 % 251) as u8).collect();
+                let mut got = vec![0u8; src.len()];
+                flip_lr(&src, &mut got, w, px);
+                for y in 0..h {
+                    for x in 0..w {
+                        let (o, i) = ((y * w + x) * px, (y * w + w - 1 - x) * px);
+                        assert_eq!(got[o..o + px], src[i..i + px], "{w}x{h} px {px}");
+                    }
+                }
+            }
+            for c in [1, 3, 4] {
+                let src: Vec<u8> = (0..w * h * c).map(|i| (i * 53 % 256) as u8).collect();
+                let mean: Vec<f32> = (0..c).map(|k| 120.5 - k as f32).collect();
+                let std: Vec<f32> = (0..c).map(|k| 58.4 + 0.3 * k as f32).collect();
+                for mirror in [false, true] {
+                    let mut flipped = src.clone();
+                    if mirror {
+                        flip_lr(&src, &mut flipped, w, c);
+                    }
+                    let plain: Vec<f32> = flipped.iter().map(|&v| v as f32).collect();
+                    let mut want = plain.clone();
+                    normalize_hwc(&mut want, &mean, &std);
+                    let mut got = vec![0f32; src.len()];
+                    u8_to_f32_hwc(&src, w, c, mirror, None, &mut got);
+                    assert_eq!(got, plain);
+                    u8_to_f32_hwc(&src, w, c, mirror, Some((&mean, &std)), &mut got);
+                    assert_eq!(got, want, "{w}x{h} c {c} mirror {mirror}");
                 }
             }
         }
