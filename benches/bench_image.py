@@ -232,7 +232,7 @@ def main():
         print("(Pillow not installed: Pillow row skipped)")
 
     def dec(b):
-        return mx._native.imdecode_bytes(b, 1, True)
+        return mx._native.imdecode_array(b, 1, True)
 
     res["oxnet decode only, 1 thread"] = decode_rate(dec, bufs, 1)
     res["oxnet decode only, 2 threads"] = decode_rate(dec, bufs, 2)

@@ -322,11 +322,10 @@ def unpack_img(s, iscolor=-1):
         if ch == 1:
             iscolor = 0
     flag = 0 if iscolor == 0 else 1
-    data, shape = _native.imdecode_bytes(bytes(s), flag, False)
-    img = np.frombuffer(data, dtype=np.uint8).reshape(shape)
+    img = _native.imdecode_array(bytes(s), flag, False)
     if flag == 0:
-        img = img[:, :, 0]
-    return header, img.copy()
+        img = np.ascontiguousarray(img[:, :, 0])
+    return header, img
 
 
 def _encode_image(img, quality, img_fmt):

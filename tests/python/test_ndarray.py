@@ -66,6 +66,21 @@ def test_copy_copyto_astype_context():
         a.copyto(mx.nd.zeros((3,)))
 
 
+def test_astype_matches_numpy_between_float32_and_the_other_dtypes():
+    # large enough to take the parallel path; int64 -> float32 rounds once
+    # (through float64 first, 2**60 + 2**36 + 1 would land on 2**60)
+    big = np.array([2**60 + 2**36 + 1, -(2**40) - 3, 7], dtype=np.int64)
+    assert np.array_equal(mx.nd.array(big, dtype="int64").astype("float32").asnumpy(), big.astype(np.float32))
+    v = np.random.RandomState(0).uniform(-300, 300, 70000).astype(np.float32)
+    for dt in ["uint8", "int8", "int32", "int64", "float64", "float16"]:
+        # the float -> int values NumPy defines (in range, no NaN)
+        src = np.clip(v, *((0, 255) if dt == "uint8" else (-128, 127) if dt == "int8" else (-300, 300)))
+        got = mx.nd.array(src).astype(dt).asnumpy()
+        assert got.dtype == np.dtype(dt) and np.array_equal(got, src.astype(dt)), dt
+        back = mx.nd.array(src.astype(dt), dtype=dt).astype("float32").asnumpy()
+        assert np.array_equal(back, src.astype(dt).astype(np.float32)), dt
+
+
 def test_reshape_views_share_memory():
     a = mx.nd.arange(24)
     b = a.reshape((2, 3, 4))

@@ -13,6 +13,7 @@ use oxnet_core::io::pipeline::{
 use oxnet_core::io::recordio::{RecordReader as CoreReader, RecordWriter as CoreWriter};
 use oxnet_core::ndarray::{Blob, NDArray as Core};
 use oxnet_core::{Context, DType, Error, Result};
+use numpy::{IntoPyArray, PyArray3, PyArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -334,19 +335,21 @@ fn decode_shape(py: Python<'_>, buf: &[u8], flag: i32) -> PyResult<(usize, usize
         .py_err()
 }
 
-/// Decode synchronously (GIL released) into a NumPy-ready (bytes, shape).
+/// Decode synchronously (GIL released) into a (h, w, c) uint8 NumPy array
+/// that takes over the decoded buffer (no copy while holding the GIL).
 #[pyfunction]
 #[pyo3(signature = (buf, flag=1, to_rgb=true))]
-fn imdecode_bytes<'py>(
+fn imdecode_array<'py>(
     py: Python<'py>,
     buf: &[u8],
     flag: i32,
     to_rgb: bool,
-) -> PyResult<(Bound<'py, PyBytes>, (usize, usize, usize))> {
+) -> PyResult<Bound<'py, PyArray3<u8>>> {
     let img = py
         .detach(|| guarded("imdecode", || image::imdecode(buf, flag, to_rgb)))
         .py_err()?;
-    Ok((PyBytes::new(py, &img.data), img.shape()))
+    let (h, w, c) = img.shape();
+    img.data.into_pyarray(py).reshape([h, w, c])
 }
 
 fn interp_of(code: i32) -> Result<Interp> {
@@ -1049,7 +1052,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ImagePipeline>()?;
     m.add_function(wrap_pyfunction!(imdecode, m)?)?;
     m.add_function(wrap_pyfunction!(decode_shape, m)?)?;
-    m.add_function(wrap_pyfunction!(imdecode_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(imdecode_array, m)?)?;
     m.add_function(wrap_pyfunction!(image_resize, m)?)?;
     m.add_function(wrap_pyfunction!(image_resize_window, m)?)?;
     m.add_function(wrap_pyfunction!(imdecode_resize_window, m)?)?;
