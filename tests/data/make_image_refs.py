@@ -7,6 +7,8 @@ Also (re)creates the two small derived test images, from the shared photos:
   rocket_45x31_420.jpg      4:2:0 JPEG q90 with odd sizes, from rocket_640x427.jpg (CC0)
   rocket_3x5_422.jpg        4:2:2 JPEG q90, two chroma columns (libjpeg's
                             plain, not "fancy", upsampling), same source
+  *_prog_*.jpg              small progressive JPEGs: 4:2:0 with restart
+                            markers, 4:2:2, 4:4:4 and gray (make_progressive)
 Pillow decodes JPEG with libjpeg-turbo (islow IDCT, fancy upsampling), like
 OpenCV inside MXNet, and ignores EXIF orientation unless asked.
 
@@ -40,6 +42,22 @@ def make_derived():
             os.path.join(HERE, "rocket_45x31_420.jpg"), quality=90, subsampling=2)
         im.resize((3, 5), Image.LANCZOS).save(
             os.path.join(HERE, "rocket_3x5_422.jpg"), quality=90, subsampling=1)
+    make_progressive()
+
+
+def make_progressive():
+    """Small progressive JPEGs (libjpeg's scan script: DC and AC first
+    scans, then refinement scans) in each layout oxnet decodes itself."""
+    for src, size, name, kw in [
+        ("rocket_640x427.jpg", (45, 31), "rocket_45x31_prog_420_rst.jpg", {"subsampling": 2, "restart_marker_blocks": 3}),
+        ("coffee_640x480.jpg", (50, 40), "coffee_50x40_prog_422.jpg", {"subsampling": 1}),
+        ("retina_1280x960_444.jpg", (48, 36), "retina_48x36_prog_444.jpg", {"subsampling": 0}),
+        ("clock_gray_400x300.jpg", (40, 30), "clock_40x30_prog_gray.jpg", {}),
+    ]:
+        p = os.path.join(SHARED, src)
+        if os.path.exists(p):
+            Image.open(p).resize(size, Image.LANCZOS).save(
+                os.path.join(HERE, name), quality=90, progressive=True, **kw)
 
 
 def samples(arr_bytes, w, h, c):

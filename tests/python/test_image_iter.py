@@ -382,8 +382,9 @@ TAILS = {
 @pytest.mark.parametrize("tail", sorted(TAILS))
 def test_imageiter_decodes_only_the_window_with_the_same_pixels(tmp_path, monkeypatch, crop, interp, tail):
     # ResizeAug + crop first in the list: ImageIter decodes about the
-    # window's source only (baseline JPEGs), with exactly the pixels of
-    # decoding the whole image first; progressive JPEG and PNG decode whole
+    # window's source only (JPEGs: a progressive one entropy-decodes all its
+    # scans, then transforms only the window), with exactly the pixels of
+    # decoding the whole image first; PNG decodes whole
     images = os.path.join(os.path.dirname(__file__), "..", "data", "images")
     names = [
         "astronaut_640x480_restart.jpg",
@@ -427,7 +428,7 @@ def test_imageiter_decodes_only_the_window_with_the_same_pixels(tmp_path, monkey
         "flip_only": ["mirror"],
         "cast_then_flip": ["to_float"],
     }[tail]
-    # progressive JPEG and PNG decode whole but still in one fused call
+    # PNG decodes whole but still in one fused call
     assert all(k == want_kw for k in calls)
     assert len(got) == len(want) == 3
     for g, w in zip(got, want):

@@ -1,5 +1,6 @@
-//! oxnet's own decoder for baseline JPEG (the common case: one interleaved
-//! Huffman scan, 8-bit, gray or YCbCr with 4:4:4, 4:2:2 or 4:2:0 chroma).
+//! oxnet's own JPEG decoder for baseline (the common case: one interleaved
+//! Huffman scan) and progressive Huffman JPEG, 8-bit, gray or YCbCr with
+//! 4:4:4, 4:2:2 or 4:2:0 chroma.
 //!
 //! Why not only zune-jpeg: an image pipeline needs a window of each image
 //! (a 224 crop of a 256-short-side resize uses about 60% of a photo), and
@@ -11,9 +12,12 @@
 //! (triangle) chroma upsampling and the ITU-R 601 YCbCr -> RGB tables, so
 //! pixels match libjpeg(-turbo)'s.
 //!
-//! Anything else (progressive, arithmetic, 12-bit, CMYK/Adobe RGB, other
-//! sampling layouts, several scans) and any stream this decoder cannot read
-//! is left to zune-jpeg: [`Frame::parse`] returns `None` and [`Frame::decode`]
+//! Progressive JPEGs (same layouts) are decoded scan by scan into a
+//! coefficient buffer and then transformed the same way, window included.
+//!
+//! Anything else (arithmetic, 12-bit, CMYK/Adobe RGB, other sampling
+//! layouts, quantisation tables redefined between progressive scans) and
+//! any stream this decoder cannot read is left to zune-jpeg: [`Frame::parse`] returns `None` and [`Frame::decode`]
 //! a [`Bad`] reason, and the caller falls back.
 
 /// Why this decoder gave up on a stream (the caller falls back to zune-jpeg).
@@ -297,6 +301,119 @@ fn decode_block(
         k += 1;
     }
     Ok(last)
+}
+
+/// The first AC scan of a band [ss, se] for one block, successive
+/// approximation bit `al` (an end-of-band run covers the next blocks).
+#[inline(always)]
+fn ac_first(
+    br: &mut Bits<'_>,
+    ac: &Huff,
+    blk: &mut [i16; 64],
+    ss: usize,
+    se: usize,
+    al: u32,
+    eobrun: &mut u32,
+) -> R<()> {
+    if *eobrun > 0 {
+        *eobrun -= 1;
+        return Ok(());
+    }
+    let mut k = ss;
+    while k <= se {
+        br.fill();
+        let rs = br.symbol(ac)? as u32;
+        let (r, s) = (rs >> 4, rs & 15);
+        if s == 0 {
+            if r < 15 {
+                *eobrun = (1 << r) + br.get(r) - 1;
+                break;
+            }
+            k += 16;
+            continue;
+        }
+        k += r as usize;
+        if k > se {
+            return Err(Bad("AC coefficient index past the band"));
+        }
+        blk[ZIGZAG[k] as usize] = (extend(br.get(s), s) << al) as i16;
+        k += 1;
+    }
+    Ok(())
+}
+
+/// Add the next bit of a coefficient that is already nonzero (away from
+/// zero when the bit is set and not there yet).
+#[inline(always)]
+fn refine_bit(br: &mut Bits<'_>, v: &mut i16, p1: i16) {
+    br.fill();
+    if br.get(1) != 0 && *v & p1 == 0 {
+        *v = v.wrapping_add(if *v >= 0 { p1 } else { p1.wrapping_neg() });
+    }
+}
+
+/// A refinement AC scan of a band [ss, se] for one block: one more bit
+/// (`al`) for the coefficients already nonzero, and newly nonzero ones of
+/// magnitude 1 << al.
+#[inline(always)]
+fn ac_refine(
+    br: &mut Bits<'_>,
+    ac: &Huff,
+    blk: &mut [i16; 64],
+    ss: usize,
+    se: usize,
+    al: u32,
+    eobrun: &mut u32,
+) -> R<()> {
+    let p1 = (1i32 << al) as i16;
+    let mut k = ss;
+    if *eobrun == 0 {
+        while k <= se {
+            br.fill();
+            let rs = br.symbol(ac)? as u32;
+            let (mut r, s) = (rs >> 4, rs & 15);
+            let mut val = 0i16;
+            if s != 0 {
+                if s != 1 {
+                    return Err(Bad("refinement coefficient of magnitude above 1"));
+                }
+                val = if br.get(1) != 0 { p1 } else { p1.wrapping_neg() };
+            } else if r != 15 {
+                *eobrun = (1 << r) + br.get(r);
+                break;
+            }
+            // pass r zero coefficients (refining the nonzero ones between);
+            // the new value goes on the zero after them
+            while k <= se {
+                let v = &mut blk[ZIGZAG[k] as usize];
+                if *v != 0 {
+                    refine_bit(br, v, p1);
+                } else {
+                    if r == 0 {
+                        break;
+                    }
+                    r -= 1;
+                }
+                k += 1;
+            }
+            if val != 0 && k <= se {
+                blk[ZIGZAG[k] as usize] = val;
+            }
+            k += 1;
+        }
+    }
+    if *eobrun > 0 {
+        // inside an end-of-band run: only the refinement bits
+        while k <= se {
+            let v = &mut blk[ZIGZAG[k] as usize];
+            if *v != 0 {
+                refine_bit(br, v, p1);
+            }
+            k += 1;
+        }
+        *eobrun -= 1;
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------- IDCT
@@ -590,7 +707,7 @@ struct Comp {
     ta: usize,
 }
 
-/// A parsed baseline JPEG, ready to decode.
+/// A parsed baseline or progressive JPEG, ready to decode.
 pub struct Frame<'a> {
     pub width: usize,
     pub height: usize,
@@ -598,14 +715,40 @@ pub struct Frame<'a> {
     hmax: usize,
     vmax: usize,
     qt: [[i32; 64]; 4],
-    dc: [Option<Box<Huff>>; 4],
-    ac: [Option<Box<Huff>>; 4],
+    dc: Tables,
+    ac: Tables,
     restart: usize,
+    /// baseline: the entropy-coded data of the one scan; progressive: the
+    /// stream from the first scan's SOS marker on
     scan: &'a [u8],
+    progressive: bool,
 }
 
 fn be16(d: &[u8], p: usize) -> Option<usize> {
     Some(((*d.get(p)? as usize) << 8) | *d.get(p + 1)? as usize)
+}
+
+type Tables = [Option<Box<Huff>>; 4];
+
+/// The Huffman tables of a DHT segment into `dc` / `ac`.
+fn dht(mut s: &[u8], dc: &mut Tables, ac: &mut Tables) -> Option<()> {
+    while !s.is_empty() {
+        let (tc, th) = ((s[0] >> 4) as usize, (s[0] & 15) as usize);
+        let counts: [u8; 16] = s.get(1..17)?.try_into().ok()?;
+        let n: usize = counts.iter().map(|&c| c as usize).sum();
+        let syms = s.get(17..17 + n)?;
+        if tc > 1 || th > 3 {
+            return None;
+        }
+        let h = Huff::new(&counts, syms).ok()?;
+        if tc == 0 {
+            dc[th] = Some(h);
+        } else {
+            ac[th] = Some(h);
+        }
+        s = &s[17 + n..];
+    }
+    Some(())
 }
 
 impl<'a> Frame<'a> {
@@ -627,6 +770,7 @@ impl<'a> Frame<'a> {
             ac: [None, None, None, None],
             restart: 0,
             scan: &[],
+            progressive: false,
         };
         let mut have_q = [false; 4];
         let mut p = 2;
@@ -648,10 +792,11 @@ impl<'a> Frame<'a> {
             }
             let seg = d.get(p + 2..p + len)?;
             match m {
-                0xC0 | 0xC1 => {
+                0xC0..=0xC2 => {
                     if !f.comps.is_empty() || seg.len() < 6 || seg[0] != 8 {
                         return None;
                     }
+                    f.progressive = m == 0xC2;
                     f.height = be16(seg, 1)?;
                     f.width = be16(seg, 3)?;
                     let n = seg[5] as usize;
@@ -689,27 +834,9 @@ impl<'a> Frame<'a> {
                     f.hmax = f.comps.iter().map(|c| c.h).max()?;
                     f.vmax = f.comps.iter().map(|c| c.v).max()?;
                 }
-                // other frame types: progressive, lossless, arithmetic...
-                0xC2 | 0xC3 | 0xC5..=0xC7 | 0xC9..=0xCB | 0xCD..=0xCF => return None,
-                0xC4 => {
-                    let mut s = seg;
-                    while !s.is_empty() {
-                        let (tc, th) = ((s[0] >> 4) as usize, (s[0] & 15) as usize);
-                        let counts: [u8; 16] = s.get(1..17)?.try_into().ok()?;
-                        let n: usize = counts.iter().map(|&c| c as usize).sum();
-                        let syms = s.get(17..17 + n)?;
-                        if tc > 1 || th > 3 {
-                            return None;
-                        }
-                        let h = Huff::new(&counts, syms).ok()?;
-                        if tc == 0 {
-                            f.dc[th] = Some(h);
-                        } else {
-                            f.ac[th] = Some(h);
-                        }
-                        s = &s[17 + n..];
-                    }
-                }
+                // other frame types: lossless, hierarchical, arithmetic...
+                0xC3 | 0xC5..=0xC7 | 0xC9..=0xCB | 0xCD..=0xCF => return None,
+                0xC4 => dht(seg, &mut f.dc, &mut f.ac)?,
                 0xDB => {
                     let mut s = seg;
                     while !s.is_empty() {
@@ -734,6 +861,15 @@ impl<'a> Frame<'a> {
                 0xDD => f.restart = be16(seg, 0)?,
                 // Adobe: transform 0 means the three channels are RGB
                 0xEE if seg.len() >= 12 && &seg[..5] == b"Adobe" && seg[11] == 0 => return None,
+                0xDA if f.progressive => {
+                    // the scans (and any tables between them) are read by
+                    // `progressive`; the quantisation tables must be known
+                    if !f.comps.iter().all(|c| have_q[c.tq]) {
+                        return None;
+                    }
+                    f.scan = &d[p - 2..];
+                    return Some(f);
+                }
                 0xDA => {
                     let n = *seg.first()? as usize;
                     if f.comps.is_empty() || n != f.comps.len() || seg.len() < 4 + 2 * n {
@@ -784,6 +920,8 @@ const KEEP_PLANE_BYTES: usize = 1 << 26;
 
 thread_local! {
     static PLANES: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// A progressive image's coefficients, per component.
+    static COEFS: std::cell::RefCell<Vec<Vec<[i16; 64]>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 struct Plane {
@@ -835,21 +973,21 @@ impl Frame<'_> {
         let mut done = win.y;
         let mut scratch = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
         let stride = win.w * c;
-        let res = self.entropy(
-            &mut planes,
-            (mx0, mx1, my0, my1),
-            ncomp,
-            simd,
-            |planes, ready| {
-                // the window's rows below `ready` not written yet
-                let end = ready.min(win.y + win.h);
-                for y in done..end {
-                    let dst = &mut out[(y - win.y) * stride..(y - win.y + 1) * stride];
-                    self.row(planes, win, c, y, dst, &mut scratch);
-                }
-                done = done.max(end);
-            },
-        );
+        let emit = |planes: &[Plane], ready: usize| {
+            // the window's rows below `ready` not written yet
+            let end = ready.min(win.y + win.h);
+            for y in done..end {
+                let dst = &mut out[(y - win.y) * stride..(y - win.y + 1) * stride];
+                self.row(planes, win, c, y, dst, &mut scratch);
+            }
+            done = done.max(end);
+        };
+        let mcus = (mx0, mx1, my0, my1);
+        let res = if self.progressive {
+            self.progressive(&mut planes, mcus, ncomp, simd, emit)
+        } else {
+            self.entropy(&mut planes, mcus, ncomp, simd, emit)
+        };
         SCRATCH.with(|s| *s.borrow_mut() = scratch);
         for (buf, p) in pool.iter_mut().zip(planes) {
             // keep photo-sized planes for the next image, not a huge one's
@@ -939,6 +1077,223 @@ impl Frame<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Rows of the image complete once MCU row `my` is transformed (the
+    /// chroma neighbours below a row must be there for the upsampling).
+    fn rows_ready(&self, my: usize) -> usize {
+        let mh = 8 * self.vmax;
+        if my + 1 == self.height.div_ceil(mh) {
+            self.height
+        } else {
+            (my + 1) * mh - (self.vmax > 1) as usize
+        }
+    }
+
+    /// A progressive JPEG: every scan's coefficients into one buffer per
+    /// component (Huffman tables and the restart interval may change
+    /// between scans), then the same transform and row output as the
+    /// baseline path, only on MCUs [mx0, mx1) x [my0, my1).
+    fn progressive(
+        &self,
+        planes: &mut [Plane],
+        (mx0, mx1, my0, my1): (usize, usize, usize, usize),
+        ncomp: usize,
+        simd: bool,
+        mut emit: impl FnMut(&[Plane], usize),
+    ) -> R<()> {
+        let (mx_n, my_n) = (self.width.div_ceil(8 * self.hmax), self.height.div_ceil(8 * self.vmax));
+        let mut coefs = COEFS.with(|c| std::mem::take(&mut *c.borrow_mut()));
+        if coefs.len() < self.comps.len() {
+            coefs.resize_with(self.comps.len(), Vec::new);
+        }
+        for (cp, v) in self.comps.iter().zip(coefs.iter_mut()) {
+            v.clear();
+            v.resize(mx_n * cp.h * my_n * cp.v, [0; 64]);
+        }
+        let res = self.scans(&mut coefs);
+        if res.is_ok() {
+            for my in my0..my1 {
+                for mx in mx0..mx1 {
+                    for (ci, cp) in self.comps.iter().enumerate().take(ncomp) {
+                        let bw = mx_n * cp.h;
+                        let pl = &mut planes[ci];
+                        for by in 0..cp.v {
+                            for bx in 0..cp.h {
+                                let (row, col) = (my * cp.v + by, mx * cp.h + bx);
+                                let blk = &coefs[ci][row * bw + col];
+                                let last = if blk[1..].iter().any(|&x| x != 0) { 63 } else { 0 };
+                                let at = row * 8 * pl.w + col * 8;
+                                idct_block(blk, last, &self.qt[cp.tq], &mut pl.data[at..], pl.w, simd);
+                            }
+                        }
+                    }
+                }
+                emit(planes, self.rows_ready(my));
+            }
+        }
+        if coefs.iter().map(|v| v.len() * 128).sum::<usize>() <= KEEP_PLANE_BYTES {
+            COEFS.with(|c| *c.borrow_mut() = coefs);
+        }
+        res
+    }
+
+    /// Read the segments from the first SOS on, decoding each scan into
+    /// `coefs`, up to EOI (or the end of the data).
+    fn scans(&self, coefs: &mut [Vec<[i16; 64]>]) -> R<()> {
+        let d = self.scan;
+        let (mut dc, mut ac): (Tables, Tables) = (Default::default(), Default::default());
+        let mut restart = self.restart;
+        let mut p = 0;
+        while p + 1 < d.len() {
+            if d[p] != 0xFF {
+                return Err(Bad("expected a marker between scans"));
+            }
+            let m = d[p + 1];
+            p += 2;
+            match m {
+                0xFF => p -= 1, // fill byte
+                0xD9 => return Ok(()),
+                0xD0..=0xD7 | 0x01 => {}
+                _ => {
+                    let len = be16(d, p).ok_or(Bad("truncated segment"))?;
+                    let seg = d.get(p + 2..p + len).ok_or(Bad("truncated segment"))?;
+                    if len < 2 {
+                        return Err(Bad("bad segment length"));
+                    }
+                    p += len;
+                    match m {
+                        0xC4 => dht(seg, &mut dc, &mut ac).ok_or(Bad("bad Huffman table"))?,
+                        0xDD => restart = be16(seg, 0).ok_or(Bad("bad restart interval"))?,
+                        // the IDCT would need the table as of each
+                        // component's first scan (libjpeg); not supported
+                        0xDB => return Err(Bad("quantisation table between scans")),
+                        0xDA => {
+                            // tables defined since the first scan, else the frame's
+                            let dct: [Option<&Huff>; 4] =
+                                std::array::from_fn(|i| dc[i].as_deref().or(self.dc[i].as_deref()));
+                            let act: [Option<&Huff>; 4] =
+                                std::array::from_fn(|i| ac[i].as_deref().or(self.ac[i].as_deref()));
+                            p = self.scan_into(d, p, seg, &dct, &act, restart, coefs)?;
+                        }
+                        _ => {} // APPn, COM, DNL...
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Decode one progressive scan (header `hdr`, entropy-coded data from
+    /// `d[at..]`); returns where the next marker is.
+    #[allow(clippy::too_many_arguments)]
+    fn scan_into(
+        &self,
+        d: &[u8],
+        at: usize,
+        hdr: &[u8],
+        dc: &[Option<&Huff>; 4],
+        ac: &[Option<&Huff>; 4],
+        restart: usize,
+        coefs: &mut [Vec<[i16; 64]>],
+    ) -> R<usize> {
+        let ns = *hdr.first().ok_or(Bad("empty scan header"))? as usize;
+        if ns == 0 || ns > self.comps.len() || hdr.len() < 4 + 2 * ns {
+            return Err(Bad("bad scan header"));
+        }
+        let mut members = [(0usize, 0usize, 0usize); 4];
+        for (i, m) in members.iter_mut().enumerate().take(ns) {
+            let (id, t) = (hdr[1 + 2 * i], hdr[2 + 2 * i]);
+            let ci = self.comps.iter().position(|c| c.id == id).ok_or(Bad("scan of an unknown component"))?;
+            *m = (ci, (t >> 4) as usize, (t & 15) as usize);
+            if m.1 > 3 || m.2 > 3 {
+                return Err(Bad("bad table index"));
+            }
+        }
+        let members = &members[..ns];
+        let (ss, se) = (hdr[1 + 2 * ns] as usize, hdr[2 + 2 * ns] as usize);
+        let (ah, al) = ((hdr[3 + 2 * ns] >> 4) as u32, (hdr[3 + 2 * ns] & 15) as u32);
+        let is_dc = ss == 0;
+        if (is_dc && se != 0) || (!is_dc && (se < ss || se > 63 || ns != 1)) || ah > 13 || al > 13 {
+            return Err(Bad("bad progressive scan parameters"));
+        }
+        for &(_, td, ta) in members {
+            let need = if is_dc { ah == 0 && dc[td].is_none() } else { ac[ta].is_none() };
+            if need {
+                return Err(Bad("scan without its Huffman table"));
+            }
+        }
+        let mut br = Bits {
+            data: &d[at.min(d.len())..],
+            pos: 0,
+            bits: 0,
+            nbits: 0,
+        };
+        let mut preds = [0i32; 4];
+        let mut eobrun = 0u32;
+        let mut todo = restart;
+        let (mx_n, my_n) = (self.width.div_ceil(8 * self.hmax), self.height.div_ceil(8 * self.vmax));
+        // one unit: an MCU of an interleaved (DC) scan, else one block
+        let (units_x, units_y) = if ns > 1 {
+            (mx_n, my_n)
+        } else {
+            let cp = self.comps[members[0].0];
+            let cw = (self.width * cp.h).div_ceil(self.hmax);
+            let ch = (self.height * cp.v).div_ceil(self.vmax);
+            (cw.div_ceil(8), ch.div_ceil(8))
+        };
+        for uy in 0..units_y {
+            for ux in 0..units_x {
+                if restart > 0 {
+                    if todo == 0 {
+                        br = br.restart()?;
+                        preds = [0; 4];
+                        eobrun = 0;
+                        todo = restart;
+                    }
+                    todo -= 1;
+                }
+                for (k, &(ci, td, ta)) in members.iter().enumerate() {
+                    let cp = self.comps[ci];
+                    let bw = mx_n * cp.h;
+                    let (nv, nh) = if ns > 1 { (cp.v, cp.h) } else { (1, 1) };
+                    for by in 0..nv {
+                        for bx in 0..nh {
+                            let (row, col) = if ns > 1 { (uy * cp.v + by, ux * cp.h + bx) } else { (uy, ux) };
+                            let blk = &mut coefs[ci][row * bw + col];
+                            match (is_dc, ah == 0) {
+                                (true, true) => {
+                                    br.fill();
+                                    let s = br.symbol(dc[td].unwrap())? as u32;
+                                    if s > 16 {
+                                        return Err(Bad("bad DC magnitude"));
+                                    }
+                                    preds[k] = preds[k].wrapping_add(extend(br.get(s), s));
+                                    blk[0] = (preds[k] << al) as i16;
+                                }
+                                (true, false) => {
+                                    br.fill();
+                                    if br.get(1) != 0 {
+                                        blk[0] |= (1i32 << al) as i16;
+                                    }
+                                }
+                                (false, true) => ac_first(&mut br, ac[ta].unwrap(), blk, ss, se, al, &mut eobrun)?,
+                                (false, false) => ac_refine(&mut br, ac[ta].unwrap(), blk, ss, se, al, &mut eobrun)?,
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // the next marker: the reader never moves past one
+        let mut q = at + br.pos;
+        while q + 1 < d.len() {
+            if d[q] == 0xFF && !matches!(d[q + 1], 0x00 | 0xFF | 0xD0..=0xD7) {
+                return Ok(q);
+            }
+            q += 1;
+        }
+        Ok(d.len())
     }
 
     /// One output row of the window.
@@ -1169,7 +1524,26 @@ mod tests {
 
     #[test]
     fn unsupported_streams_are_left_to_the_fallback() {
-        assert!(Frame::parse(&load("hubble_800x600_progressive.jpg")).is_none());
+        assert!(Frame::parse(&load("hubble_800x600_progressive.jpg")).unwrap().progressive);
+        // arithmetic coding (SOF9): zune-jpeg's
+        let mut arith = load("coffee_500x500_422.jpg");
+        let sof = arith.windows(2).position(|w| w == [0xFF, 0xC0]).unwrap();
+        arith[sof + 1] = 0xC9;
+        assert!(Frame::parse(&arith).is_none());
+        // a quantisation table between progressive scans
+        let mut prog = load("retina_48x36_prog_444.jpg");
+        let sos = prog.windows(2).rposition(|w| w == [0xFF, 0xDA]).unwrap();
+        let dqt: Vec<u8> = [&[0xFF, 0xDB, 0, 67, 0][..], &[1u8; 64][..]].concat();
+        prog.splice(sos..sos, dqt);
+        let f = Frame::parse(&prog).unwrap();
+        let all = Rect {
+            x: 0,
+            y: 0,
+            w: 48,
+            h: 36,
+        };
+        let mut px = vec![0u8; 48 * 36 * 3];
+        assert_eq!(f.decode(all, 3, &mut px), Err(Bad("quantisation table between scans")));
         assert!(Frame::parse(b"\xFF\xD8\xFF").is_none());
         assert!(Frame::parse(&[]).is_none());
         let coffee = load("coffee_500x500_422.jpg");
@@ -1202,6 +1576,8 @@ mod tests {
             "chelsea_160x107_thumb.jpg",
             "astronaut_640x480_restart.jpg",
             "rocket_45x31_420.jpg",
+            "rocket_45x31_prog_420_rst.jpg",
+            "coffee_50x40_prog_422.jpg",
         ] {
             let good = load(name);
             for round in 0..150 {
