@@ -436,15 +436,18 @@ const F3_072: i32 = 25172;
 /// One 1-D pass of libjpeg's islow IDCT on eight vectors at once: `v[k]`
 /// holds input k of eight independent 1-D transforms (one per lane);
 /// outputs are descaled by `shift` with rounding and offset by `add`.
+/// With `SPARSE`, inputs 4..8 are taken as zero (the zero terms dropped:
+/// the same integers for blocks whose nonzero coefficients all lie in the
+/// top-left 4x4).
 #[inline(always)]
-fn idct_pass(v: &[[i32; 8]; 8], shift: usize, add: i32) -> [[i32; 8]; 8] {
+fn idct_pass<const SPARSE: bool>(v: &[[i32; 8]; 8], shift: usize, add: i32) -> [[i32; 8]; 8] {
     // wrapping arithmetic: corrupt coefficients may overflow (garbage
     // pixels, never a panic in a debug build); valid ones never do
     let mut o = [[0i32; 8]; 8];
     let w = Wrapping;
     let (round, add) = (w(1i32 << (shift - 1)), w(add));
     for j in 0..8 {
-        let x = |k: usize| w(v[k][j]);
+        let x = |k: usize| if SPARSE && k >= 4 { w(0) } else { w(v[k][j]) };
         let (z2, z3) = (x(2), x(6));
         let z1 = (z2 + z3) * w(F0_541);
         let tmp2 = z1 + z3 * w(-F1_847);
@@ -489,10 +492,11 @@ fn transpose(m: &[[i32; 8]; 8]) -> [[i32; 8]; 8] {
 }
 
 #[inline(always)]
-fn dequantise(blk: &[i16; 64], q: &[i32; 64]) -> [[i32; 8]; 8] {
+fn dequantise<const SPARSE: bool>(blk: &[i16; 64], q: &[i32; 64]) -> [[i32; 8]; 8] {
     let mut v = [[0i32; 8]; 8];
-    for r in 0..8 {
-        for c in 0..8 {
+    let n = if SPARSE { 4 } else { 8 };
+    for r in 0..n {
+        for c in 0..n {
             v[r][c] = (blk[r * 8 + c] as i32).wrapping_mul(q[r * 8 + c]);
         }
     }
@@ -501,11 +505,14 @@ fn dequantise(blk: &[i16; 64], q: &[i32; 64]) -> [[i32; 8]; 8] {
 
 /// The 8x8 pixels of a dequantised block, libjpeg islow (range-limited to
 /// 0..=255), in portable code.
-fn idct_portable(blk: &[i16; 64], q: &[i32; 64], out: &mut [u8], stride: usize) {
-    let v = dequantise(blk, q);
+/// libjpeg's islow IDCT of one block (coefficients dequantised by `q`)
+/// into 8x8 pixels of `out`. `SPARSE`: only the top-left 4x4
+/// coefficients may be nonzero (zigzag positions 0..=9).
+fn idct_portable<const SPARSE: bool>(blk: &[i16; 64], q: &[i32; 64], out: &mut [u8], stride: usize) {
+    let v = dequantise::<SPARSE>(blk, q);
     // pass 1 on columns (lanes = columns), pass 2 on rows
-    let ws = idct_pass(&v, CONST_BITS - PASS1_BITS, 0);
-    let px = idct_pass(&transpose(&ws), CONST_BITS + PASS1_BITS + 3, 128);
+    let ws = idct_pass::<SPARSE>(&v, CONST_BITS - PASS1_BITS, 0);
+    let px = idct_pass::<SPARSE>(&transpose(&ws), CONST_BITS + PASS1_BITS + 3, 128);
     let px = transpose(&px);
     for (r, row) in px.iter().enumerate() {
         for (c, &x) in row.iter().enumerate() {
@@ -557,12 +564,17 @@ mod avx2 {
     /// [`idct_portable`] with the passes compiled for AVX2 (eight lanes of
     /// i32: the same integer arithmetic, so the same pixels).
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn idct(blk: &[i16; 64], q: &[i32; 64], out: &mut [u8], stride: usize) {
+    pub(super) unsafe fn idct<const SPARSE: bool>(
+        blk: &[i16; 64],
+        q: &[i32; 64],
+        out: &mut [u8],
+        stride: usize,
+    ) {
         assert!(out.len() >= 7 * stride + 8);
-        let v = dequantise(blk, q);
-        let mut ws = idct_pass(&v, CONST_BITS - PASS1_BITS, 0);
+        let v = dequantise::<SPARSE>(blk, q);
+        let mut ws = idct_pass::<SPARSE>(&v, CONST_BITS - PASS1_BITS, 0);
         transpose8(&mut ws);
-        let mut px = idct_pass(&ws, CONST_BITS + PASS1_BITS + 3, 128);
+        let mut px = idct_pass::<SPARSE>(&ws, CONST_BITS + PASS1_BITS + 3, 128);
         transpose8(&mut px);
         let ld = |i: usize| _mm256_loadu_si256(px[i].as_ptr() as *const __m256i);
         let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
@@ -674,14 +686,26 @@ fn idct_block(
         }
         return;
     }
+    // zigzag positions up to 9 are the top-left 4x4
+    let sparse = last <= 9;
     #[cfg(target_arch = "x86_64")]
     if simd {
         // SAFETY: `simd` is only set when the CPU has AVX2.
-        unsafe { avx2::idct(blk, q, out, stride) };
+        unsafe {
+            if sparse {
+                avx2::idct::<true>(blk, q, out, stride)
+            } else {
+                avx2::idct::<false>(blk, q, out, stride)
+            }
+        };
         return;
     }
     let _ = simd;
-    idct_portable(blk, q, out, stride);
+    if sparse {
+        idct_portable::<true>(blk, q, out, stride)
+    } else {
+        idct_portable::<false>(blk, q, out, stride)
+    }
 }
 
 fn have_avx2() -> bool {
@@ -1122,7 +1146,7 @@ impl Frame<'_> {
                             for bx in 0..cp.h {
                                 let (row, col) = (my * cp.v + by, mx * cp.h + bx);
                                 let blk = &coefs[ci][row * bw + col];
-                                let last = if blk[1..].iter().any(|&x| x != 0) { 63 } else { 0 };
+                                let last = (1..64).rev().find(|&k| blk[ZIGZAG[k] as usize] != 0).unwrap_or(0);
                                 let at = row * 8 * pl.w + col * 8;
                                 idct_block(blk, last, &self.qt[cp.tq], &mut pl.data[at..], pl.w, simd);
                             }
@@ -1488,12 +1512,26 @@ mod tests {
                 }
             }
             let (mut a, mut b) = ([0u8; 80], [0u8; 80]);
-            idct_portable(&blk, &q, &mut a, 10);
+            idct_portable::<false>(&blk, &q, &mut a, 10);
             #[cfg(target_arch = "x86_64")]
             unsafe {
-                avx2::idct(&blk, &q, &mut b, 10)
+                avx2::idct::<false>(&blk, &q, &mut b, 10)
             };
             assert_eq!(a, b, "round {round}");
+            // the sparse variants on the block's top-left 4x4: the dense result
+            let mut top = [0i16; 64];
+            for &z in &ZIGZAG[..10] {
+                top[z as usize] = blk[z as usize];
+            }
+            let (mut d, mut sp, mut sv) = ([0u8; 80], [0u8; 80], [0u8; 80]);
+            idct_portable::<false>(&top, &q, &mut d, 10);
+            idct_portable::<true>(&top, &q, &mut sp, 10);
+            #[cfg(target_arch = "x86_64")]
+            unsafe {
+                avx2::idct::<true>(&top, &q, &mut sv, 10)
+            };
+            assert_eq!(d, sp, "sparse round {round}");
+            assert_eq!(d, sv, "sparse simd round {round}");
         }
         for n in [0, 1, 15, 16, 17, 47, 64, 99] {
             let px = |rng: &mut Rng| {
@@ -1517,7 +1555,7 @@ mod tests {
             blk[0] = dc;
             let (mut a, mut b) = ([0u8; 64], [0u8; 64]);
             idct_block(&blk, 0, &q, &mut a, 8, false);
-            idct_portable(&blk, &q, &mut b, 8);
+            idct_portable::<false>(&blk, &q, &mut b, 8);
             assert_eq!(a, b, "dc {dc}");
         }
     }
