@@ -4,6 +4,7 @@
 //! Every file read, decode and wait runs with the GIL released.
 use crate::errors::IntoPy;
 use crate::ndarray::{wrap, NDArray};
+use numpy::{IntoPyArray, PyArray3, PyArrayMethods};
 use oxnet_core::base::fmt_shape;
 use oxnet_core::engine;
 use oxnet_core::io::image::{self, ImageView, Interp, Normalize, Rect};
@@ -13,7 +14,6 @@ use oxnet_core::io::pipeline::{
 use oxnet_core::io::recordio::{RecordReader as CoreReader, RecordWriter as CoreWriter};
 use oxnet_core::ndarray::{Blob, NDArray as Core};
 use oxnet_core::{Context, DType, Error, Result};
-use numpy::{IntoPyArray, PyArray3, PyArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -453,7 +453,11 @@ fn imdecode_resize_window(
                 let src = image::window_source((w, h), (full_w, full_h), r, it);
                 let (img, part) = dec.window(src, Vec::new())?;
                 let plain = !mirror && !to_float;
-                let mut tmp = if plain { Vec::new() } else { vec![0u8; r.h * r.w * c] };
+                let mut tmp = if plain {
+                    Vec::new()
+                } else {
+                    vec![0u8; r.h * r.w * c]
+                };
                 let out = if plain { dst.bytes_mut() } else { &mut tmp[..] };
                 image::with_resizer(|z| {
                     z.resize_window_part(img.view(), part, (w, h), (full_w, full_h), r, it, out)

@@ -1920,7 +1920,11 @@ mod tests {
             if baseline {
                 // the whole image's means (up to float summation order)
                 let m = means(&img);
-                assert!((0..3).all(|k| (m[k] - r.rgb_mean[k]).abs() < 1e-9), "{}", r.name);
+                assert!(
+                    (0..3).all(|k| (m[k] - r.rgb_mean[k]).abs() < 1e-9),
+                    "{}",
+                    r.name
+                );
             }
             assert!(
                 mx <= tol && mean < 1.0,

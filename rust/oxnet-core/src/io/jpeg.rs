@@ -377,7 +377,11 @@ fn ac_refine(
                 if s != 1 {
                     return Err(Bad("refinement coefficient of magnitude above 1"));
                 }
-                val = if br.get(1) != 0 { p1 } else { p1.wrapping_neg() };
+                val = if br.get(1) != 0 {
+                    p1
+                } else {
+                    p1.wrapping_neg()
+                };
             } else if r != 15 {
                 *eobrun = (1 << r) + br.get(r);
                 break;
@@ -508,7 +512,12 @@ fn dequantise<const SPARSE: bool>(blk: &[i16; 64], q: &[i32; 64]) -> [[i32; 8]; 
 /// libjpeg's islow IDCT of one block (coefficients dequantised by `q`)
 /// into 8x8 pixels of `out`. `SPARSE`: only the top-left 4x4
 /// coefficients may be nonzero (zigzag positions 0..=9).
-fn idct_portable<const SPARSE: bool>(blk: &[i16; 64], q: &[i32; 64], out: &mut [u8], stride: usize) {
+fn idct_portable<const SPARSE: bool>(
+    blk: &[i16; 64],
+    q: &[i32; 64],
+    out: &mut [u8],
+    stride: usize,
+) {
     let v = dequantise::<SPARSE>(blk, q);
     // pass 1 on columns (lanes = columns), pass 2 on rows
     let ws = idct_pass::<SPARSE>(&v, CONST_BITS - PASS1_BITS, 0);
@@ -1126,7 +1135,10 @@ impl Frame<'_> {
         simd: bool,
         mut emit: impl FnMut(&[Plane], usize),
     ) -> R<()> {
-        let (mx_n, my_n) = (self.width.div_ceil(8 * self.hmax), self.height.div_ceil(8 * self.vmax));
+        let (mx_n, my_n) = (
+            self.width.div_ceil(8 * self.hmax),
+            self.height.div_ceil(8 * self.vmax),
+        );
         let mut coefs = COEFS.with(|c| std::mem::take(&mut *c.borrow_mut()));
         if coefs.len() < self.comps.len() {
             coefs.resize_with(self.comps.len(), Vec::new);
@@ -1146,9 +1158,19 @@ impl Frame<'_> {
                             for bx in 0..cp.h {
                                 let (row, col) = (my * cp.v + by, mx * cp.h + bx);
                                 let blk = &coefs[ci][row * bw + col];
-                                let last = (1..64).rev().find(|&k| blk[ZIGZAG[k] as usize] != 0).unwrap_or(0);
+                                let last = (1..64)
+                                    .rev()
+                                    .find(|&k| blk[ZIGZAG[k] as usize] != 0)
+                                    .unwrap_or(0);
                                 let at = row * 8 * pl.w + col * 8;
-                                idct_block(blk, last, &self.qt[cp.tq], &mut pl.data[at..], pl.w, simd);
+                                idct_block(
+                                    blk,
+                                    last,
+                                    &self.qt[cp.tq],
+                                    &mut pl.data[at..],
+                                    pl.w,
+                                    simd,
+                                );
                             }
                         }
                     }
@@ -1228,7 +1250,11 @@ impl Frame<'_> {
         let mut members = [(0usize, 0usize, 0usize); 4];
         for (i, m) in members.iter_mut().enumerate().take(ns) {
             let (id, t) = (hdr[1 + 2 * i], hdr[2 + 2 * i]);
-            let ci = self.comps.iter().position(|c| c.id == id).ok_or(Bad("scan of an unknown component"))?;
+            let ci = self
+                .comps
+                .iter()
+                .position(|c| c.id == id)
+                .ok_or(Bad("scan of an unknown component"))?;
             *m = (ci, (t >> 4) as usize, (t & 15) as usize);
             if m.1 > 3 || m.2 > 3 {
                 return Err(Bad("bad table index"));
@@ -1242,7 +1268,11 @@ impl Frame<'_> {
             return Err(Bad("bad progressive scan parameters"));
         }
         for &(_, td, ta) in members {
-            let need = if is_dc { ah == 0 && dc[td].is_none() } else { ac[ta].is_none() };
+            let need = if is_dc {
+                ah == 0 && dc[td].is_none()
+            } else {
+                ac[ta].is_none()
+            };
             if need {
                 return Err(Bad("scan without its Huffman table"));
             }
@@ -1256,7 +1286,10 @@ impl Frame<'_> {
         let mut preds = [0i32; 4];
         let mut eobrun = 0u32;
         let mut todo = restart;
-        let (mx_n, my_n) = (self.width.div_ceil(8 * self.hmax), self.height.div_ceil(8 * self.vmax));
+        let (mx_n, my_n) = (
+            self.width.div_ceil(8 * self.hmax),
+            self.height.div_ceil(8 * self.vmax),
+        );
         // one unit: an MCU of an interleaved (DC) scan, else one block
         let (units_x, units_y) = if ns > 1 {
             (mx_n, my_n)
@@ -1283,7 +1316,11 @@ impl Frame<'_> {
                     let (nv, nh) = if ns > 1 { (cp.v, cp.h) } else { (1, 1) };
                     for by in 0..nv {
                         for bx in 0..nh {
-                            let (row, col) = if ns > 1 { (uy * cp.v + by, ux * cp.h + bx) } else { (uy, ux) };
+                            let (row, col) = if ns > 1 {
+                                (uy * cp.v + by, ux * cp.h + bx)
+                            } else {
+                                (uy, ux)
+                            };
                             let blk = &mut coefs[ci][row * bw + col];
                             match (is_dc, ah == 0) {
                                 (true, true) => {
@@ -1301,8 +1338,24 @@ impl Frame<'_> {
                                         blk[0] |= (1i32 << al) as i16;
                                     }
                                 }
-                                (false, true) => ac_first(&mut br, ac[ta].unwrap(), blk, ss, se, al, &mut eobrun)?,
-                                (false, false) => ac_refine(&mut br, ac[ta].unwrap(), blk, ss, se, al, &mut eobrun)?,
+                                (false, true) => ac_first(
+                                    &mut br,
+                                    ac[ta].unwrap(),
+                                    blk,
+                                    ss,
+                                    se,
+                                    al,
+                                    &mut eobrun,
+                                )?,
+                                (false, false) => ac_refine(
+                                    &mut br,
+                                    ac[ta].unwrap(),
+                                    blk,
+                                    ss,
+                                    se,
+                                    al,
+                                    &mut eobrun,
+                                )?,
                             }
                         }
                     }
@@ -1562,7 +1615,11 @@ mod tests {
 
     #[test]
     fn unsupported_streams_are_left_to_the_fallback() {
-        assert!(Frame::parse(&load("hubble_800x600_progressive.jpg")).unwrap().progressive);
+        assert!(
+            Frame::parse(&load("hubble_800x600_progressive.jpg"))
+                .unwrap()
+                .progressive
+        );
         // arithmetic coding (SOF9): zune-jpeg's
         let mut arith = load("coffee_500x500_422.jpg");
         let sof = arith.windows(2).position(|w| w == [0xFF, 0xC0]).unwrap();
@@ -1581,7 +1638,10 @@ mod tests {
             h: 36,
         };
         let mut px = vec![0u8; 48 * 36 * 3];
-        assert_eq!(f.decode(all, 3, &mut px), Err(Bad("quantisation table between scans")));
+        assert_eq!(
+            f.decode(all, 3, &mut px),
+            Err(Bad("quantisation table between scans"))
+        );
         assert!(Frame::parse(b"\xFF\xD8\xFF").is_none());
         assert!(Frame::parse(&[]).is_none());
         let coffee = load("coffee_500x500_422.jpg");
