@@ -422,8 +422,9 @@ def test_imageiter_decodes_only_the_window_with_the_same_pixels(tmp_path, monkey
     want = [b.data[0].asnumpy() for b in ref_it]
     assert len(calls) == len(names)  # the reference decoded whole images
     want_kw = {
-        "flip_cast": ["mirror", "to_float"],
-        "flip_cast_normalize": ["mirror", "normalize", "to_float"],
+        # every augmenter in the decode: the image comes CHW for the batch
+        "flip_cast": ["chw", "mirror", "to_float"],
+        "flip_cast_normalize": ["chw", "mirror", "normalize", "to_float"],
         "cast_normalize_scalar_then_jitter": ["normalize", "to_float"],
         "flip_only": ["mirror"],
         "cast_then_flip": ["to_float"],
@@ -432,6 +433,27 @@ def test_imageiter_decodes_only_the_window_with_the_same_pixels(tmp_path, monkey
     assert all(k == want_kw for k in calls)
     assert len(got) == len(want) == 3
     for g, w in zip(got, want):
+        assert np.array_equal(g, w)
+
+    # a subclass's postprocess_data gets the augmented HWC image, not CHW
+    class Own(mx.image.ImageIter):
+        def postprocess_data(self, datum):
+            assert datum.shape == (48, 64, 3)
+            return mx.nd.transpose(datum, axes=(2, 0, 1))
+
+    Crop = mx.image.RandomCropAug if crop == "random" else mx.image.CenterCropAug
+    own = Own(
+        2,
+        (3, 48, 64),
+        path_imgrec=rec,
+        path_imgidx=idx,
+        aug_list=[mx.image.ResizeAug(72, interp), Crop((64, 48), interp)] + TAILS[tail](),
+    )
+    calls.clear()
+    random.seed(3)
+    mine = [b.data[0].asnumpy() for b in own]
+    assert len(calls) == len(names) and not any("chw" in k for k in calls)
+    for g, w in zip(mine, want):
         assert np.array_equal(g, w)
 
 

@@ -379,12 +379,14 @@ def _fused_tail(rest, c):
     return kw, i
 
 
-def _resize_then_crop(src, resize, crop, encoded=None, rest=()):
+def _resize_then_crop(src, resize, crop, encoded=None, rest=(), chw=False):
     """``crop(resize(src))`` for a ResizeAug and a RandomCropAug /
     CenterCropAug, drawing the same random numbers in the same order; a
     shrinking resize whose crop needs no second resize is one window resize
-    of the source. Returns (image, n): n of the augmenters ``rest`` that
-    follow have been applied too.
+    of the source. Returns (image, n, is_chw): n of the augmenters ``rest``
+    that follow have been applied too; with ``chw`` allowed, an image that
+    went through all of ``rest`` and is float32 comes as (C, H, W)
+    (is_chw True) for the batch.
 
     With ``src`` None, ``encoded`` is (bytes, where, (h, w, c) from the
     header): the image is decoded here, and for the window resize only
@@ -408,7 +410,7 @@ def _resize_then_crop(src, resize, crop, encoded=None, rest=()):
             or new_h < 1 or new_w < 1 or (cw, ch) != tuple(crop.size)):
         if src is None:
             src = _native.imdecode(encoded[0], 1, True, None, encoded[1])
-        return crop(imresize(src, new_w, new_h, interp=interp)), 0
+        return crop(imresize(src, new_w, new_h, interp=interp)), 0, False
     if type(crop) is RandomCropAug:
         x0 = random.randint(0, new_w - cw)
         y0 = random.randint(0, new_h - ch)
@@ -417,9 +419,12 @@ def _resize_then_crop(src, resize, crop, encoded=None, rest=()):
         y0 = int((new_h - ch) / 2)
     if src is None:
         kw, n = _fused_tail(rest, encoded[2][2])
+        if chw and n == len(rest) and kw.get("to_float"):
+            kw["chw"] = True
         win = (x0, y0, cw, ch)
-        return _native.imdecode_resize_window(encoded[0], 1, True, new_w, new_h, win, interp, encoded[1], **kw), n
-    return _native.image_resize_window(src, new_w, new_h, (x0, y0, cw, ch), interp), 0
+        data = _native.imdecode_resize_window(encoded[0], 1, True, new_w, new_h, win, interp, encoded[1], **kw)
+        return data, n, "chw" in kw
+    return _native.image_resize_window(src, new_w, new_h, (x0, y0, cw, ch), interp), 0, False
 
 
 class ForceResizeAug(Augmenter):
@@ -858,6 +863,7 @@ class ImageIter(io.DataIter):
         self._cache_label = None
         self._cache_idx = None
         self._last_where = None
+        self._chw = False  # the last prepared sample is float32 CHW
         self.reset()
 
     def reset(self):
@@ -932,6 +938,7 @@ class ImageIter(io.DataIter):
     def _prepare_sample(self, label, s):
         """Decode and augment one sample; returns (data, label), or None to
         skip an invalid image (hook for subclasses such as ImageDetIter)."""
+        self._chw = False
         augs = self.auglist
         if (
             len(augs) >= 2
@@ -949,7 +956,12 @@ class ImageIter(io.DataIter):
                 shape = None
             if shape is not None:
                 where = "Broken image " + (self._last_where or "")
-                data, n = _resize_then_crop(None, augs[0], augs[1], (buf, where, shape), augs[2:])
+                # with every augmenter applied in the decode and the default
+                # postprocess_data, the image comes CHW for the batch
+                plain_batch = type(self).postprocess_data is ImageIter.postprocess_data
+                data, n, self._chw = _resize_then_crop(
+                    None, augs[0], augs[1], (buf, where, shape), augs[2:], plain_batch
+                )
                 try:
                     self.check_valid_image(data)
                 except RuntimeError as e:
@@ -985,7 +997,8 @@ class ImageIter(io.DataIter):
                 data, label = sample
                 assert i < batch_size, "Batch size must be multiples of augmenter output length"
                 if type(self).postprocess_data is ImageIter.postprocess_data:
-                    _native.image_to_batch(data, batch_data, i)
+                    _native.image_to_batch(data, batch_data, i, getattr(self, "_chw", False))
+                    self._chw = False
                 else:
                     batch_data[i] = self.postprocess_data(data)
                 batch_label[i] = self._label_row(label)
@@ -1070,7 +1083,7 @@ class ImageIter(io.DataIter):
             aug = augs[i]
             if (type(aug) is ResizeAug and i + 1 < len(augs)
                     and type(augs[i + 1]) in (RandomCropAug, CenterCropAug)):
-                data, _ = _resize_then_crop(data, aug, augs[i + 1])
+                data, _, _ = _resize_then_crop(data, aug, augs[i + 1])
                 i += 2
                 continue
             data = aug(data)

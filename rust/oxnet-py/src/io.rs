@@ -405,9 +405,10 @@ fn window_args(
 /// list: `mirror` flips the window left-right, `to_float` makes the result
 /// float32, and `normalize` (mean per channel, then std per channel; needs
 /// `to_float`) subtracts and divides as color_normalize: the values of
-/// those steps run one after another.
+/// those steps run one after another. `chw` (with `to_float`) lays the
+/// float result out as (c, win_h, win_w), ready to copy into a batch.
 #[pyfunction]
-#[pyo3(signature = (buf, flag, to_rgb, full_w, full_h, win, interp=1, source=None, mirror=false, to_float=false, normalize=None))]
+#[pyo3(signature = (buf, flag, to_rgb, full_w, full_h, win, interp=1, source=None, mirror=false, to_float=false, normalize=None, chw=false))]
 #[allow(clippy::too_many_arguments)]
 fn imdecode_resize_window(
     py: Python<'_>,
@@ -422,11 +423,17 @@ fn imdecode_resize_window(
     mirror: bool,
     to_float: bool,
     normalize: Option<Vec<f32>>,
+    chw: bool,
 ) -> PyResult<Py<NDArray>> {
     let data = buf.to_vec();
     let at = naming(source);
     let (h, w, c) = header(py, &data, flag, &at)?;
     let (r, it) = window_args(full_w, full_h, win, interp)?;
+    if chw && !to_float {
+        return Err(PyValueError::new_err(
+            "imdecode: a CHW result needs to_float",
+        ));
+    }
     if let Some(p) = &normalize {
         if !to_float || p.len() != 2 * c {
             return Err(PyValueError::new_err(format!(
@@ -442,7 +449,11 @@ fn imdecode_resize_window(
         "imdecode",
         None,
         None,
-        vec![r.h, r.w, c],
+        if chw {
+            vec![c, r.h, r.w]
+        } else {
+            vec![r.h, r.w, c]
+        },
         if to_float { DType::F32 } else { DType::U8 },
         move |_, dst| {
             guarded("imdecode", || {
@@ -464,7 +475,12 @@ fn imdecode_resize_window(
                 })?;
                 if to_float {
                     let norm = normalize.as_ref().map(|p| p.split_at(c));
-                    image::u8_to_f32_hwc(&tmp, r.w, c, mirror, norm, dst.data_mut::<f32>());
+                    let out = dst.data_mut::<f32>();
+                    if chw {
+                        image::u8_to_f32_chw(&tmp, r.w, c, mirror, norm, out);
+                    } else {
+                        image::u8_to_f32_hwc(&tmp, r.w, c, mirror, norm, out);
+                    }
                 } else if mirror {
                     image::flip_lr(&tmp, dst.bytes_mut(), r.w, c);
                 }
@@ -814,17 +830,33 @@ fn image_color(
 }
 
 /// Write an HWC image (uint8 or float32) as CHW into row `index` of a
-/// float32 batch of shape (N, C, H, W) (ImageIter's batch assembly).
+/// float32 batch of shape (N, C, H, W) (ImageIter's batch assembly); with
+/// `chw`, the image is float32 (C, H, W) already and is copied.
 #[pyfunction]
+#[pyo3(signature = (src, batch, index, chw=false))]
 fn image_to_batch(
     py: Python<'_>,
     src: PyRef<'_, NDArray>,
     batch: PyRef<'_, NDArray>,
     index: usize,
+    chw: bool,
 ) -> PyResult<()> {
     let s = src.inner.clone();
     let b = batch.inner.clone();
-    let (h, w, c) = hwc("ImageIter", &s).py_err()?;
+    let (h, w, c) = if chw {
+        match s.shape.as_slice() {
+            [c, h, w] if s.dtype() == DType::F32 => (*h, *w, *c),
+            sh => {
+                return Err(PyValueError::new_err(format!(
+                    "ImageIter: a CHW image must be float32 (C, H, W), got shape {} and dtype {}",
+                    fmt_shape(sh),
+                    s.dtype().name()
+                )))
+            }
+        }
+    } else {
+        hwc("ImageIter", &s).py_err()?
+    };
     if b.dtype() != DType::F32
         || b.shape.len() != 4
         || index >= b.shape[0]
@@ -860,6 +892,7 @@ fn image_to_batch(
             let db = r2.blob()?;
             let dst = db.data_mut::<f32>();
             match sd {
+                _ if chw => dst.copy_from_slice(sb.data::<f32>()),
                 DType::U8 => image::hwc_to_chw(sb.bytes(), c, dst, |v| v as f32),
                 _ => image::hwc_to_chw(sb.data::<f32>(), c, dst, |v| v),
             }

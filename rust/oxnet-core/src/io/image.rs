@@ -1526,6 +1526,35 @@ pub fn u8_to_f32_hwc(
     }
 }
 
+/// [`u8_to_f32_hwc`] written as CHW planes (`dst` holds c planes of
+/// height x width): the same values, transposed row by row through a
+/// row-sized buffer.
+pub fn u8_to_f32_chw(
+    src: &[u8],
+    width: usize,
+    c: usize,
+    mirror: bool,
+    norm: Option<(&[f32], &[f32])>,
+    dst: &mut [f32],
+) {
+    debug_assert_eq!(src.len(), dst.len());
+    let row = width * c;
+    if row == 0 {
+        return;
+    }
+    let plane = src.len() / c;
+    let mut tmp = vec![0f32; row];
+    for (y, s) in src.chunks_exact(row).enumerate() {
+        u8_to_f32_hwc(s, width, c, mirror, norm, &mut tmp);
+        for k in 0..c {
+            let out = &mut dst[k * plane + y * width..k * plane + (y + 1) * width];
+            for (o, px) in out.iter_mut().zip(tmp.chunks_exact(c)) {
+                *o = px[k];
+            }
+        }
+    }
+}
+
 /// `(x - mean[k]) / std[k]` for every value of channel k of an HWC float
 /// image, in blocks of 8 pixels against repeated mean/std patterns so the
 /// loop runs on vector lanes (a true division, as MXNet's color_normalize).
@@ -1856,6 +1885,11 @@ mod tests {
                     assert_eq!(got, plain);
                     u8_to_f32_hwc(&src, w, c, mirror, Some((&mean, &std)), &mut got);
                     assert_eq!(got, want, "{w}x{h} c {c} mirror {mirror}");
+                    let mut chw = vec![0f32; src.len()];
+                    u8_to_f32_chw(&src, w, c, mirror, Some((&mean, &std)), &mut chw);
+                    let mut want_chw = vec![0f32; src.len()];
+                    hwc_to_chw(&want, c, &mut want_chw, |v| v);
+                    assert_eq!(chw, want_chw, "{w}x{h} c {c} mirror {mirror} CHW");
                 }
             }
         }
