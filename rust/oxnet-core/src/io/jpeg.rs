@@ -309,7 +309,7 @@ fn decode_block(
 fn ac_first(
     br: &mut Bits<'_>,
     ac: &Huff,
-    blk: &mut [i16; 64],
+    blk: &mut Coefs,
     ss: usize,
     se: usize,
     al: u32,
@@ -336,7 +336,8 @@ fn ac_first(
         if k > se {
             return Err(Bad("AC coefficient index past the band"));
         }
-        blk[ZIGZAG[k] as usize] = (extend(br.get(s), s) << al) as i16;
+        blk.c[ZIGZAG[k] as usize] = (extend(br.get(s), s) << al) as i16;
+        blk.nz |= 1 << k;
         k += 1;
     }
     Ok(())
@@ -352,6 +353,31 @@ fn refine_bit(br: &mut Bits<'_>, v: &mut i16, p1: i16) {
     }
 }
 
+/// Zigzag positions lo..=hi as bits (none when lo > hi; hi <= 63).
+#[inline(always)]
+fn band(lo: usize, hi: usize) -> u64 {
+    if lo > hi {
+        0
+    } else {
+        (u64::MAX >> (63 - hi)) & (u64::MAX << lo)
+    }
+}
+
+/// [`refine_bit`] for each nonzero coefficient among the zigzag
+/// positions in `mask`, in order.
+#[inline(always)]
+fn refine_bits(br: &mut Bits<'_>, blk: &mut Coefs, mask: u64, p1: i16) {
+    let mut m = blk.nz & mask;
+    while m != 0 {
+        refine_bit(
+            br,
+            &mut blk.c[ZIGZAG[m.trailing_zeros() as usize] as usize],
+            p1,
+        );
+        m &= m - 1;
+    }
+}
+
 /// A refinement AC scan of a band [ss, se] for one block: one more bit
 /// (`al`) for the coefficients already nonzero, and newly nonzero ones of
 /// magnitude 1 << al.
@@ -359,7 +385,7 @@ fn refine_bit(br: &mut Bits<'_>, v: &mut i16, p1: i16) {
 fn ac_refine(
     br: &mut Bits<'_>,
     ac: &Huff,
-    blk: &mut [i16; 64],
+    blk: &mut Coefs,
     ss: usize,
     se: usize,
     al: u32,
@@ -371,7 +397,7 @@ fn ac_refine(
         while k <= se {
             br.fill();
             let rs = br.symbol(ac)? as u32;
-            let (mut r, s) = (rs >> 4, rs & 15);
+            let (r, s) = (rs >> 4, rs & 15);
             let mut val = 0i16;
             if s != 0 {
                 if s != 1 {
@@ -386,35 +412,30 @@ fn ac_refine(
                 *eobrun = (1 << r) + br.get(r);
                 break;
             }
-            // pass r zero coefficients (refining the nonzero ones between);
-            // the new value goes on the zero after them
-            while k <= se {
-                let v = &mut blk[ZIGZAG[k] as usize];
-                if *v != 0 {
-                    refine_bit(br, v, p1);
-                } else {
-                    if r == 0 {
-                        break;
-                    }
-                    r -= 1;
-                }
-                k += 1;
+            // pass r zero coefficients, refining the nonzero ones among
+            // them; the new value goes on the zero after them (t)
+            let mut zeros = !blk.nz & band(k, se);
+            for _ in 0..r {
+                zeros &= zeros.wrapping_sub(1);
             }
+            let t = if zeros == 0 {
+                se + 1
+            } else {
+                zeros.trailing_zeros() as usize
+            };
+            refine_bits(br, blk, band(k, t.saturating_sub(1)), p1);
+            k = t;
             if val != 0 && k <= se {
-                blk[ZIGZAG[k] as usize] = val;
+                blk.c[ZIGZAG[k] as usize] = val;
+                blk.nz |= 1 << k;
             }
             k += 1;
         }
     }
     if *eobrun > 0 {
-        // inside an end-of-band run: only the refinement bits
-        while k <= se {
-            let v = &mut blk[ZIGZAG[k] as usize];
-            if *v != 0 {
-                refine_bit(br, v, p1);
-            }
-            k += 1;
-        }
+        // inside an end-of-band run: only the refinement bits of the
+        // nonzero coefficients from k to se
+        refine_bits(br, blk, band(k, se), p1);
         *eobrun -= 1;
     }
     Ok(())
@@ -951,10 +972,21 @@ impl<'a> Frame<'a> {
 /// Largest component plane a thread keeps between images (64 MiB).
 const KEEP_PLANE_BYTES: usize = 1 << 26;
 
+/// A progressive block's coefficients (natural order) and which zigzag
+/// positions 1..64 are nonzero (bit k), so that refinement scans visit
+/// only those.
+#[derive(Clone, Copy)]
+struct Coefs {
+    c: [i16; 64],
+    nz: u64,
+}
+
+const NO_COEFS: Coefs = Coefs { c: [0; 64], nz: 0 };
+
 thread_local! {
     static PLANES: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
     /// A progressive image's coefficients, per component.
-    static COEFS: std::cell::RefCell<Vec<Vec<[i16; 64]>>> = const { std::cell::RefCell::new(Vec::new()) };
+    static COEFS: std::cell::RefCell<Vec<Vec<Coefs>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 struct Plane {
@@ -1145,7 +1177,7 @@ impl Frame<'_> {
         }
         for (cp, v) in self.comps.iter().zip(coefs.iter_mut()) {
             v.clear();
-            v.resize(mx_n * cp.h * my_n * cp.v, [0; 64]);
+            v.resize(mx_n * cp.h * my_n * cp.v, NO_COEFS);
         }
         let res = self.scans(&mut coefs);
         if res.is_ok() {
@@ -1158,13 +1190,10 @@ impl Frame<'_> {
                             for bx in 0..cp.h {
                                 let (row, col) = (my * cp.v + by, mx * cp.h + bx);
                                 let blk = &coefs[ci][row * bw + col];
-                                let last = (1..64)
-                                    .rev()
-                                    .find(|&k| blk[ZIGZAG[k] as usize] != 0)
-                                    .unwrap_or(0);
+                                let last = 63 - (blk.nz | 1).leading_zeros() as usize;
                                 let at = row * 8 * pl.w + col * 8;
                                 idct_block(
-                                    blk,
+                                    &blk.c,
                                     last,
                                     &self.qt[cp.tq],
                                     &mut pl.data[at..],
@@ -1178,7 +1207,7 @@ impl Frame<'_> {
                 emit(planes, self.rows_ready(my));
             }
         }
-        if coefs.iter().map(|v| v.len() * 128).sum::<usize>() <= KEEP_PLANE_BYTES {
+        if coefs.iter().map(|v| v.len() * 136).sum::<usize>() <= KEEP_PLANE_BYTES {
             COEFS.with(|c| *c.borrow_mut() = coefs);
         }
         res
@@ -1186,7 +1215,7 @@ impl Frame<'_> {
 
     /// Read the segments from the first SOS on, decoding each scan into
     /// `coefs`, up to EOI (or the end of the data).
-    fn scans(&self, coefs: &mut [Vec<[i16; 64]>]) -> R<()> {
+    fn scans(&self, coefs: &mut [Vec<Coefs>]) -> R<()> {
         let d = self.scan;
         let (mut dc, mut ac): (Tables, Tables) = (Default::default(), Default::default());
         let mut restart = self.restart;
@@ -1241,7 +1270,7 @@ impl Frame<'_> {
         dc: &[Option<&Huff>; 4],
         ac: &[Option<&Huff>; 4],
         restart: usize,
-        coefs: &mut [Vec<[i16; 64]>],
+        coefs: &mut [Vec<Coefs>],
     ) -> R<usize> {
         let ns = *hdr.first().ok_or(Bad("empty scan header"))? as usize;
         if ns == 0 || ns > self.comps.len() || hdr.len() < 4 + 2 * ns {
@@ -1330,12 +1359,12 @@ impl Frame<'_> {
                                         return Err(Bad("bad DC magnitude"));
                                     }
                                     preds[k] = preds[k].wrapping_add(extend(br.get(s), s));
-                                    blk[0] = (preds[k] << al) as i16;
+                                    blk.c[0] = (preds[k] << al) as i16;
                                 }
                                 (true, false) => {
                                     br.fill();
                                     if br.get(1) != 0 {
-                                        blk[0] |= (1i32 << al) as i16;
+                                        blk.c[0] |= (1i32 << al) as i16;
                                     }
                                 }
                                 (false, true) => ac_first(
