@@ -106,7 +106,10 @@ def mxnet_worker(args):
 
     out = {}
     rec, idx = args.rec, args.idx
+    warm = min(args.n, 64)  # the same warm-up runs as oxnet's
+    bench_record_iter(mx, rec, idx, warm, args.threads)
     out["record_iter"] = bench_record_iter(mx, rec, idx, args.n, args.threads)
+    bench_image_iter(mx, rec, idx, warm)
     out["image_iter"] = bench_image_iter(mx, rec, idx, args.n)
     bufs = [open(f, "rb").read() for f in args.files]
     t0 = time.perf_counter()
@@ -187,8 +190,11 @@ def main():
     res = {}
     with tempfile.TemporaryDirectory() as tmp:
         rec, idx = make_rec(mx, files, args.n, tmp)
-        bench_record_iter(mx, rec, idx, min(args.n, 64), args.threads)  # warm-up
+        # a short warm-up run before each measured one (both frameworks)
+        warm = min(args.n, 64)
+        bench_record_iter(mx, rec, idx, warm, args.threads)
         res["oxnet ImageRecordIter"] = bench_record_iter(mx, rec, idx, args.n, args.threads)
+        bench_image_iter(mx, rec, idx, warm)
         res["oxnet ImageIter"] = bench_image_iter(mx, rec, idx, args.n)
         mxpy = os.path.join(os.environ.get("MXNET_VENV", "/work/venvs/mxnet"), "bin", "python")
         if os.path.exists(mxpy):
