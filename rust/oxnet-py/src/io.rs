@@ -475,12 +475,7 @@ fn imdecode_resize_window(
                 })?;
                 if to_float {
                     let norm = normalize.as_ref().map(|p| p.split_at(c));
-                    let out = dst.data_mut::<f32>();
-                    if chw {
-                        image::u8_to_f32_chw(&tmp, r.w, c, mirror, norm, out);
-                    } else {
-                        image::u8_to_f32_hwc(&tmp, r.w, c, mirror, norm, out);
-                    }
+                    image::u8_to_f32(&tmp, r.w, c, mirror, norm, chw, dst.data_mut::<f32>());
                 } else if mirror {
                     image::flip_lr(&tmp, dst.bytes_mut(), r.w, c);
                 }

@@ -1492,15 +1492,18 @@ pub fn flip_lr(src: &[u8], dst: &mut [u8], width: usize, px: usize) {
     }
 }
 
-/// A uint8 HWC image as float32 HWC, mirrored left-right when `mirror`,
-/// then normalised as [`normalize_hwc`] when `norm` is (mean, std): the
-/// values of flip, cast and color_normalize applied one after another.
-pub fn u8_to_f32_hwc(
+/// A uint8 HWC image as float32, mirrored left-right when `mirror`, then
+/// normalised as [`normalize_hwc`] when `norm` is (mean, std): the values
+/// of flip, cast and color_normalize applied one after another. Written
+/// HWC, or with `chw` as c planes of height x width (transposed row by
+/// row through a row-sized buffer).
+pub fn u8_to_f32(
     src: &[u8],
     width: usize,
     c: usize,
     mirror: bool,
     norm: Option<(&[f32], &[f32])>,
+    chw: bool,
     dst: &mut [f32],
 ) {
     debug_assert_eq!(src.len(), dst.len());
@@ -1508,7 +1511,14 @@ pub fn u8_to_f32_hwc(
     if row == 0 {
         return;
     }
-    for (s, d) in src.chunks_exact(row).zip(dst.chunks_exact_mut(row)) {
+    let plane = src.len() / c;
+    let mut buf = if chw { vec![0f32; row] } else { Vec::new() };
+    for (y, s) in src.chunks_exact(row).enumerate() {
+        let d = if chw {
+            &mut buf[..]
+        } else {
+            &mut dst[y * row..(y + 1) * row]
+        };
         if mirror {
             for (o, i) in d.chunks_exact_mut(c).zip(s.chunks_exact(c).rev()) {
                 for (a, &b) in o.iter_mut().zip(i) {
@@ -1523,33 +1533,12 @@ pub fn u8_to_f32_hwc(
         if let Some((mean, std)) = norm {
             normalize_hwc(d, mean, std);
         }
-    }
-}
-
-/// [`u8_to_f32_hwc`] written as CHW planes (`dst` holds c planes of
-/// height x width): the same values, transposed row by row through a
-/// row-sized buffer.
-pub fn u8_to_f32_chw(
-    src: &[u8],
-    width: usize,
-    c: usize,
-    mirror: bool,
-    norm: Option<(&[f32], &[f32])>,
-    dst: &mut [f32],
-) {
-    debug_assert_eq!(src.len(), dst.len());
-    let row = width * c;
-    if row == 0 {
-        return;
-    }
-    let plane = src.len() / c;
-    let mut tmp = vec![0f32; row];
-    for (y, s) in src.chunks_exact(row).enumerate() {
-        u8_to_f32_hwc(s, width, c, mirror, norm, &mut tmp);
-        for k in 0..c {
-            let out = &mut dst[k * plane + y * width..k * plane + (y + 1) * width];
-            for (o, px) in out.iter_mut().zip(tmp.chunks_exact(c)) {
-                *o = px[k];
+        if chw {
+            for k in 0..c {
+                let out = &mut dst[k * plane + y * width..k * plane + (y + 1) * width];
+                for (o, px) in out.iter_mut().zip(buf.chunks_exact(c)) {
+                    *o = px[k];
+                }
             }
         }
     }
@@ -1881,12 +1870,12 @@ mod tests {
                     let mut want = plain.clone();
                     normalize_hwc(&mut want, &mean, &std);
                     let mut got = vec![0f32; src.len()];
-                    u8_to_f32_hwc(&src, w, c, mirror, None, &mut got);
+                    u8_to_f32(&src, w, c, mirror, None, false, &mut got);
                     assert_eq!(got, plain);
-                    u8_to_f32_hwc(&src, w, c, mirror, Some((&mean, &std)), &mut got);
+                    u8_to_f32(&src, w, c, mirror, Some((&mean, &std)), false, &mut got);
                     assert_eq!(got, want, "{w}x{h} c {c} mirror {mirror}");
                     let mut chw = vec![0f32; src.len()];
-                    u8_to_f32_chw(&src, w, c, mirror, Some((&mean, &std)), &mut chw);
+                    u8_to_f32(&src, w, c, mirror, Some((&mean, &std)), true, &mut chw);
                     let mut want_chw = vec![0f32; src.len()];
                     hwc_to_chw(&want, c, &mut want_chw, |v| v);
                     assert_eq!(chw, want_chw, "{w}x{h} c {c} mirror {mirror} CHW");

@@ -1367,24 +1367,10 @@ impl Frame<'_> {
                                         blk.c[0] |= (1i32 << al) as i16;
                                     }
                                 }
-                                (false, true) => ac_first(
-                                    &mut br,
-                                    ac[ta].unwrap(),
-                                    blk,
-                                    ss,
-                                    se,
-                                    al,
-                                    &mut eobrun,
-                                )?,
-                                (false, false) => ac_refine(
-                                    &mut br,
-                                    ac[ta].unwrap(),
-                                    blk,
-                                    ss,
-                                    se,
-                                    al,
-                                    &mut eobrun,
-                                )?,
+                                (false, first) => {
+                                    let band = if first { ac_first } else { ac_refine };
+                                    band(&mut br, ac[ta].unwrap(), blk, ss, se, al, &mut eobrun)?
+                                }
                             }
                         }
                     }
