@@ -1351,7 +1351,7 @@ pub fn write_chw_f32(
             let row = &src.data[((rect.y + y) * src.width + rect.x) * 3..][..rect.w * 3];
             let at = y * rect.w..(y + 1) * rect.w;
             let rows = [&mut o0[at.clone()], &mut o1[at.clone()], &mut o2[at]];
-            rgb_row_to_planes(row, mirror, mul, add, rows);
+            rgb_row_to_planes::<false>(row, mirror, mul, add, rows);
         }
         return Ok(());
     }
@@ -1375,10 +1375,12 @@ pub fn write_chw_f32(
 }
 
 /// One row of RGB pixels (HWC u8) into the rows of three planes:
-/// `out[k][x] = px[x][k] * mul[k] + add[k]`, pixels taken right to left
-/// when `mirror`. A multiply then an add (two roundings) on every path, so
-/// the AVX2 loop and the scalar loop give the same bits.
-fn rgb_row_to_planes(
+/// `out[k][x] = px[x][k] * mul[k] + add[k]`, or with `DIV`
+/// `(px[x][k] - mul[k]) / add[k]` (color_normalize's subtraction and true
+/// division), pixels taken right to left when `mirror`. The same two
+/// roundings on every path, so the AVX2 loop and the scalar loop give the
+/// same bits.
+fn rgb_row_to_planes<const DIV: bool>(
     row: &[u8],
     mirror: bool,
     mul: [f32; 3],
@@ -1393,15 +1395,22 @@ fn rgb_row_to_planes(
     #[cfg(target_arch = "x86_64")]
     if crate::ops::kernels::wide_cpu() {
         // SAFETY: the CPU has AVX2; the lengths are checked above.
-        done = unsafe { rgb_row_avx2(row, mirror, mul, add, &mut out) };
+        done = unsafe { rgb_row_avx2::<DIV>(row, mirror, mul, add, &mut out) };
     }
+    let f = |v: u8, k: usize| {
+        if DIV {
+            (v as f32 - mul[k]) / add[k]
+        } else {
+            v as f32 * mul[k] + add[k]
+        }
+    };
     let [o0, o1, o2] = out;
     for x in done..w {
         let sx = if mirror { w - 1 - x } else { x };
         let p = &row[3 * sx..3 * sx + 3];
-        o0[x] = p[0] as f32 * mul[0] + add[0];
-        o1[x] = p[1] as f32 * mul[1] + add[1];
-        o2[x] = p[2] as f32 * mul[2] + add[2];
+        o0[x] = f(p[0], 0);
+        o1[x] = f(p[1], 1);
+        o2[x] = f(p[2], 2);
     }
 }
 
@@ -1410,7 +1419,7 @@ fn rgb_row_to_planes(
 /// many outputs it wrote.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn rgb_row_avx2(
+unsafe fn rgb_row_avx2<const DIV: bool>(
     row: &[u8],
     mirror: bool,
     mul: [f32; 3],
@@ -1450,7 +1459,11 @@ unsafe fn rgb_row_avx2(
         for k in 0..3 {
             let b = _mm_or_si128(_mm_shuffle_epi8(lo, m[k].0), _mm_shuffle_epi8(hi, m[k].1));
             let f = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b));
-            let v = _mm256_add_ps(_mm256_mul_ps(f, vm[k]), va[k]);
+            let v = if DIV {
+                _mm256_div_ps(_mm256_sub_ps(f, vm[k]), va[k])
+            } else {
+                _mm256_add_ps(_mm256_mul_ps(f, vm[k]), va[k])
+            };
             _mm256_storeu_ps(out[k].as_mut_ptr().add(x0), v);
         }
     }
@@ -1512,6 +1525,20 @@ pub fn u8_to_f32(
         return;
     }
     let plane = src.len() / c;
+    if chw && c == 3 {
+        let (mean, std) = norm.map_or(([0f32; 3], [1f32; 3]), |(m, s)| {
+            ([m[0], m[1], m[2]], [s[0], s[1], s[2]])
+        });
+        let (o0, rest) = dst.split_at_mut(plane);
+        let (o1, o2) = rest.split_at_mut(plane);
+        for (y, s) in src.chunks_exact(row).enumerate() {
+            let at = y * width..(y + 1) * width;
+            let rows = [&mut o0[at.clone()], &mut o1[at.clone()], &mut o2[at]];
+            // (v - 0) / 1 is v: the same values without normalisation
+            rgb_row_to_planes::<true>(s, mirror, mean, std, rows);
+        }
+        return;
+    }
     let mut buf = if chw { vec![0f32; row] } else { Vec::new() };
     for (y, s) in src.chunks_exact(row).enumerate() {
         let d = if chw {
@@ -1845,7 +1872,8 @@ mod tests {
 
     #[test]
     fn flip_and_float_tail_match_per_pixel_formulas() {
-        for (w, h) in [(1, 1), (5, 3), (17, 2)] {
+        // widths of 8 pixels and more take the AVX2 rows (with a tail)
+        for (w, h) in [(1, 1), (5, 3), (17, 2), (224, 3)] {
             for px in [1, 2, 3, 4, 5, 12] {
                 let src: Vec<u8> = (0..w * h * px).map(|i| (i * 37 % 251) as u8).collect();
                 let mut got = vec![0u8; src.len()];
@@ -1879,6 +1907,9 @@ mod tests {
                     let mut want_chw = vec![0f32; src.len()];
                     hwc_to_chw(&want, c, &mut want_chw, |v| v);
                     assert_eq!(chw, want_chw, "{w}x{h} c {c} mirror {mirror} CHW");
+                    u8_to_f32(&src, w, c, mirror, None, true, &mut chw);
+                    hwc_to_chw(&plain, c, &mut want_chw, |v| v);
+                    assert_eq!(chw, want_chw, "{w}x{h} c {c} mirror {mirror} CHW plain");
                 }
             }
         }
