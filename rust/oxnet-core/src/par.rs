@@ -9,14 +9,11 @@
 //! costs nothing next to a task's work.
 use rayon::prelude::*;
 
-/// Call `f(i)` for every `i` in `0..n`, in parallel when `n > 1` (and
-/// the cores are not all busy with other engine operations; see
-/// [`crate::engine::may_split`]).
+/// Call `f(i)` for every `i` in `0..n`, in parallel when `n > 1`.
 pub fn par_for(n: usize, f: &(dyn Fn(usize) + Sync)) {
     match n {
         0 => {}
         1 => f(0),
-        _ if !crate::engine::may_split() => (0..n).for_each(f),
         _ => (0..n).into_par_iter().for_each(f),
     }
 }

@@ -64,34 +64,6 @@ pub fn in_worker() -> bool {
     IN_WORKER.with(|w| w.get())
 }
 
-/// Engine workers running an operation right now.
-static BUSY_WORKERS: AtomicUsize = AtomicUsize::new(0);
-
-/// Counts a worker as busy while it lives (see [`may_split`]).
-pub(crate) struct BusyWorker;
-
-impl BusyWorker {
-    pub(crate) fn start() -> BusyWorker {
-        BUSY_WORKERS.fetch_add(1, Ordering::Relaxed);
-        BusyWorker
-    }
-}
-
-impl Drop for BusyWorker {
-    fn drop(&mut self) {
-        BUSY_WORKERS.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// Whether a kernel running on this thread should split its work over the
-/// rayon pool. Not on an engine worker while at least as many operations
-/// run at once as the pool has threads: the cores are taken by whole
-/// operations already (independent images of a batch, say), and splitting
-/// would only add hand-offs and make the operations contend.
-pub fn may_split() -> bool {
-    !in_worker() || BUSY_WORKERS.load(Ordering::Relaxed) < rayon::current_num_threads()
-}
-
 fn check_not_worker(what: &str) -> Result<()> {
     if in_worker() {
         return Err(Error::Engine(format!(

@@ -64,9 +64,7 @@ struct Dispatcher<'a> {
 
 impl Dispatcher<'_> {
     fn run(&self, opr: Arc<Opr>) {
-        let busy = super::BusyWorker::start();
         execute(self.shared, &opr);
-        drop(busy);
         self.complete(&opr);
     }
 
