@@ -456,6 +456,19 @@ def test_imageiter_decodes_only_the_window_with_the_same_pixels(tmp_path, monkey
     for g, w in zip(mine, want):
         assert np.array_equal(g, w)
 
+    # so does a subclass's check_valid_image
+    class Checks(mx.image.ImageIter):
+        def check_valid_image(self, data):
+            assert data.shape == (48, 64, 3)
+
+    checks = Checks(2, (3, 48, 64), path_imgrec=rec, path_imgidx=idx, aug_list=own.auglist)
+    calls.clear()
+    random.seed(3)
+    mine = [b.data[0].asnumpy() for b in checks]
+    assert len(calls) == len(names) and not any("chw" in k for k in calls)
+    for g, w in zip(mine, want):
+        assert np.array_equal(g, w)
+
 
 def test_imageiter_pad_rows_beyond_the_data_are_zero():
     # 3 images, batch 8, 'pad': rows 0-2 the images, 3-5 the same images

@@ -957,8 +957,11 @@ class ImageIter(io.DataIter):
             if shape is not None:
                 where = "Broken image " + (self._last_where or "")
                 # with every augmenter applied in the decode and the default
-                # postprocess_data, the image comes CHW for the batch
-                plain_batch = type(self).postprocess_data is ImageIter.postprocess_data
+                # postprocess_data / check_valid_image (nothing else sees the
+                # image), it comes CHW for the batch
+                plain_batch = type(self).postprocess_data is ImageIter.postprocess_data and _not_overridden(
+                    self, "check_valid_image"
+                )
                 data, n, self._chw = _resize_then_crop(
                     None, augs[0], augs[1], (buf, where, shape), augs[2:], plain_batch
                 )
