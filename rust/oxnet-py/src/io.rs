@@ -352,6 +352,15 @@ fn imdecode_array<'py>(
     img.data.into_pyarray(py).reshape([h, w, c])
 }
 
+/// Largest buffer an engine worker keeps for the next window decode.
+const KEEP_SCRATCH: usize = 64 << 20;
+
+thread_local! {
+    /// A worker's decoded-pixels and resized-window buffers.
+    static SCRATCH: std::cell::RefCell<(Vec<u8>, Vec<u8>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
 fn interp_of(code: i32) -> Result<Interp> {
     if !(0..=4).contains(&code) {
         return Err(Error::Param(format!(
@@ -462,24 +471,41 @@ fn imdecode_resize_window(
                     return Err(Error::Decode("imdecode: the image size changed".into()));
                 }
                 let src = image::window_source((w, h), (full_w, full_h), r, it);
-                let (img, part) = dec.window(src, Vec::new())?;
+                // the decoded source and the resized window in buffers this
+                // worker keeps between images
+                let (mut pixels, mut tmp) = SCRATCH.with(|b| std::mem::take(&mut *b.borrow_mut()));
+                let (img, part) = dec.window(src, std::mem::take(&mut pixels))?;
                 let plain = !mirror && !to_float;
-                let mut tmp = if plain {
-                    Vec::new()
-                } else {
-                    vec![0u8; r.h * r.w * c]
-                };
-                let out = if plain { dst.bytes_mut() } else { &mut tmp[..] };
-                image::with_resizer(|z| {
-                    z.resize_window_part(img.view(), part, (w, h), (full_w, full_h), r, it, out)
-                })?;
-                if to_float {
-                    let norm = normalize.as_ref().map(|p| p.split_at(c));
-                    image::u8_to_f32(&tmp, r.w, c, mirror, norm, chw, dst.data_mut::<f32>());
-                } else if mirror {
-                    image::flip_lr(&tmp, dst.bytes_mut(), r.w, c);
+                if !plain {
+                    tmp.resize(r.h * r.w * c, 0);
                 }
-                Ok(())
+                let out = if plain {
+                    dst.bytes_mut()
+                } else {
+                    &mut tmp[..r.h * r.w * c]
+                };
+                let res = image::with_resizer(|z| {
+                    z.resize_window_part(img.view(), part, (w, h), (full_w, full_h), r, it, out)
+                });
+                if res.is_ok() && !plain {
+                    let tmp = &tmp[..r.h * r.w * c];
+                    if to_float {
+                        let norm = normalize.as_ref().map(|p| p.split_at(c));
+                        image::u8_to_f32(tmp, r.w, c, mirror, norm, chw, dst.data_mut::<f32>());
+                    } else {
+                        image::flip_lr(tmp, dst.bytes_mut(), r.w, c);
+                    }
+                }
+                // keep photo-sized buffers only
+                let keep = |v: Vec<u8>| {
+                    if v.capacity() <= KEEP_SCRATCH {
+                        v
+                    } else {
+                        Vec::new()
+                    }
+                };
+                SCRATCH.with(|b| *b.borrow_mut() = (keep(img.data), keep(tmp)));
+                res
             })
             .map_err(at)
         },
