@@ -83,6 +83,11 @@ impl Huff {
             let cnt = counts[l - 1] as usize;
             h.valoff[l] = k as i32 - code as i32;
             for _ in 0..cnt {
+                // checked before the code is used: an over-subscribed table
+                // would index past the lookahead table
+                if code >= (1 << l) {
+                    return Err(Bad("over-subscribed Huffman table"));
+                }
                 if l as u32 <= FAST_BITS {
                     let shift = FAST_BITS - l as u32;
                     let base = (code << shift) as usize;
@@ -95,9 +100,6 @@ impl Huff {
             }
             if cnt > 0 {
                 h.maxcode[l] = code as i32 - 1;
-            }
-            if code > (1 << l) {
-                return Err(Bad("over-subscribed Huffman table"));
             }
             code <<= 1;
         }
@@ -1616,6 +1618,22 @@ mod tests {
     }
 
     #[test]
+    fn over_subscribed_huffman_tables_are_refused() {
+        // three codes of length 1; two of length 1 then one of length 2
+        // (the third code would start past the 9-bit lookahead table: a
+        // 20,000-round fuzz run found this one panicking)
+        let mut counts = [0u8; 16];
+        counts[0] = 3;
+        assert!(Huff::new(&counts, &[1, 2, 3]).is_err());
+        counts[0] = 2;
+        counts[1] = 1;
+        assert!(Huff::new(&counts, &[1, 2, 3]).is_err());
+        // a full table is fine: two codes of length 1
+        counts[1] = 0;
+        assert!(Huff::new(&counts, &[4, 5]).is_ok());
+    }
+
+    #[test]
     fn dc_only_fill_is_the_full_transform() {
         let q = [3i32; 64];
         for dc in [-1100i16, -300, -3, 0, 5, 170, 700] {
@@ -1691,9 +1709,16 @@ mod tests {
             "rocket_45x31_420.jpg",
             "rocket_45x31_prog_420_rst.jpg",
             "coffee_50x40_prog_422.jpg",
+            "clock_40x30_prog_gray.jpg",
+            "retina_48x36_prog_444.jpg",
         ] {
             let good = load(name);
-            for round in 0..150 {
+            // OXNET_FUZZ_ROUNDS=N for a longer local run
+            let rounds = std::env::var("OXNET_FUZZ_ROUNDS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(150);
+            for round in 0..rounds {
                 let mut d = good.clone();
                 let flips = 1 + (rng.uniform() * 20.0) as usize;
                 for _ in 0..flips {
