@@ -435,39 +435,32 @@ def test_imageiter_decodes_only_the_window_with_the_same_pixels(tmp_path, monkey
     for g, w in zip(got, want):
         assert np.array_equal(g, w)
 
-    # a subclass's postprocess_data gets the augmented HWC image, not CHW
+    # a subclass's postprocess_data, or check_valid_image, gets the
+    # augmented HWC image, not CHW
     class Own(mx.image.ImageIter):
         def postprocess_data(self, datum):
             assert datum.shape == (48, 64, 3)
             return mx.nd.transpose(datum, axes=(2, 0, 1))
 
-    Crop = mx.image.RandomCropAug if crop == "random" else mx.image.CenterCropAug
-    own = Own(
-        2,
-        (3, 48, 64),
-        path_imgrec=rec,
-        path_imgidx=idx,
-        aug_list=[mx.image.ResizeAug(72, interp), Crop((64, 48), interp)] + TAILS[tail](),
-    )
-    calls.clear()
-    random.seed(3)
-    mine = [b.data[0].asnumpy() for b in own]
-    assert len(calls) == len(names) and not any("chw" in k for k in calls)
-    for g, w in zip(mine, want):
-        assert np.array_equal(g, w)
-
-    # so does a subclass's check_valid_image
     class Checks(mx.image.ImageIter):
         def check_valid_image(self, data):
             assert data.shape == (48, 64, 3)
 
-    checks = Checks(2, (3, 48, 64), path_imgrec=rec, path_imgidx=idx, aug_list=own.auglist)
-    calls.clear()
-    random.seed(3)
-    mine = [b.data[0].asnumpy() for b in checks]
-    assert len(calls) == len(names) and not any("chw" in k for k in calls)
-    for g, w in zip(mine, want):
-        assert np.array_equal(g, w)
+    Crop = mx.image.RandomCropAug if crop == "random" else mx.image.CenterCropAug
+    for cls in (Own, Checks):
+        sub = cls(
+            2,
+            (3, 48, 64),
+            path_imgrec=rec,
+            path_imgidx=idx,
+            aug_list=[mx.image.ResizeAug(72, interp), Crop((64, 48), interp)] + TAILS[tail](),
+        )
+        calls.clear()
+        random.seed(3)
+        mine = [b.data[0].asnumpy() for b in sub]
+        assert len(calls) == len(names) and not any("chw" in k for k in calls)
+        for g, w in zip(mine, want):
+            assert np.array_equal(g, w)
 
 
 def test_imageiter_pad_rows_beyond_the_data_are_zero():

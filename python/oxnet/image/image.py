@@ -956,11 +956,12 @@ class ImageIter(io.DataIter):
                 shape = None
             if shape is not None:
                 where = "Broken image " + (self._last_where or "")
-                # with every augmenter applied in the decode and the default
-                # postprocess_data / check_valid_image (nothing else sees the
-                # image), it comes CHW for the batch
-                plain_batch = type(self).postprocess_data is ImageIter.postprocess_data and _not_overridden(
-                    self, "check_valid_image"
+                # with every augmenter applied in the decode and ImageIter's
+                # own hooks (nothing else sees the image), it comes CHW for
+                # the batch
+                plain_batch = all(
+                    _not_overridden(self, name)
+                    for name in ("postprocess_data", "check_valid_image", "_prepare_sample")
                 )
                 data, n, self._chw = _resize_then_crop(
                     None, augs[0], augs[1], (buf, where, shape), augs[2:], plain_batch

@@ -352,15 +352,6 @@ fn imdecode_array<'py>(
     img.data.into_pyarray(py).reshape([h, w, c])
 }
 
-/// Largest buffer an engine worker keeps for the next window decode.
-const KEEP_SCRATCH: usize = 64 << 20;
-
-thread_local! {
-    /// A worker's decoded-pixels and resized-window buffers.
-    static SCRATCH: std::cell::RefCell<(Vec<u8>, Vec<u8>)> =
-        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
-}
-
 fn interp_of(code: i32) -> Result<Interp> {
     if !(0..=4).contains(&code) {
         return Err(Error::Param(format!(
@@ -473,22 +464,23 @@ fn imdecode_resize_window(
                 let src = image::window_source((w, h), (full_w, full_h), r, it);
                 // the decoded source and the resized window in buffers this
                 // worker keeps between images
-                let (mut pixels, mut tmp) = SCRATCH.with(|b| std::mem::take(&mut *b.borrow_mut()));
-                let (img, part) = dec.window(src, std::mem::take(&mut pixels))?;
+                let (img, part) = dec.window(src, image::take_buf())?;
                 let plain = !mirror && !to_float;
-                if !plain {
-                    tmp.resize(r.h * r.w * c, 0);
+                let n = r.h * r.w * c;
+                let mut tmp = image::take_buf();
+                if !plain && tmp.len() < n {
+                    tmp.resize(n, 0);
                 }
                 let out = if plain {
                     dst.bytes_mut()
                 } else {
-                    &mut tmp[..r.h * r.w * c]
+                    &mut tmp[..n]
                 };
                 let res = image::with_resizer(|z| {
                     z.resize_window_part(img.view(), part, (w, h), (full_w, full_h), r, it, out)
                 });
                 if res.is_ok() && !plain {
-                    let tmp = &tmp[..r.h * r.w * c];
+                    let tmp = &tmp[..n];
                     if to_float {
                         let norm = normalize.as_ref().map(|p| p.split_at(c));
                         image::u8_to_f32(tmp, r.w, c, mirror, norm, chw, dst.data_mut::<f32>());
@@ -496,15 +488,8 @@ fn imdecode_resize_window(
                         image::flip_lr(tmp, dst.bytes_mut(), r.w, c);
                     }
                 }
-                // keep photo-sized buffers only
-                let keep = |v: Vec<u8>| {
-                    if v.capacity() <= KEEP_SCRATCH {
-                        v
-                    } else {
-                        Vec::new()
-                    }
-                };
-                SCRATCH.with(|b| *b.borrow_mut() = (keep(img.data), keep(tmp)));
+                image::give_back_buf(img.data);
+                image::give_back_buf(tmp);
                 res
             })
             .map_err(at)

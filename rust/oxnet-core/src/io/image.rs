@@ -223,6 +223,33 @@ pub fn imdecode_reuse(data: &[u8], flag: i32, to_rgb: bool, buf: Vec<u8>) -> Res
     }
 }
 
+/// Largest byte buffer a thread keeps for its next image (64 MiB).
+const KEEP_BUF_BYTES: usize = 1 << 26;
+
+thread_local! {
+    static BUFS: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A byte buffer this thread gave back before (empty if none), to decode
+/// or resize the next image into without a fresh, zeroed allocation.
+pub fn take_buf() -> Vec<u8> {
+    BUFS.with(|b| b.borrow_mut().pop().unwrap_or_default())
+}
+
+/// Keep `v` for this thread's next [`take_buf`] (two buffers at most, of
+/// up to 64 MiB each: a huge image's buffer is not pinned).
+pub fn give_back_buf(v: Vec<u8>) {
+    if v.capacity() == 0 || v.capacity() > KEEP_BUF_BYTES {
+        return;
+    }
+    BUFS.with(|b| {
+        let mut b = b.borrow_mut();
+        if b.len() < 2 {
+            b.push(v);
+        }
+    })
+}
+
 /// `buf` with exactly `n` bytes; old contents are kept (the decoder
 /// overwrites all of them), only growth is zero-filled.
 fn sized(mut buf: Vec<u8>, n: usize) -> Vec<u8> {
@@ -1474,10 +1501,13 @@ unsafe fn rgb_row_avx2<const DIV: bool>(
 /// pixels of `src` in reverse order (`src` and `dst` are whole rows of
 /// `width` pixels).
 pub fn flip_lr(src: &[u8], dst: &mut [u8], width: usize, px: usize) {
-    fn go<const N: usize>(src: &[u8], dst: &mut [u8], width: usize) {
-        let row = width * N;
+    // inlined with a constant `px` below, each pixel copy is a move, not a
+    // memcpy call
+    #[inline(always)]
+    fn go(src: &[u8], dst: &mut [u8], width: usize, px: usize) {
+        let row = width * px;
         for (s, d) in src.chunks_exact(row).zip(dst.chunks_exact_mut(row)) {
-            for (o, i) in d.chunks_exact_mut(N).zip(s.chunks_exact(N).rev()) {
+            for (o, i) in d.chunks_exact_mut(px).zip(s.chunks_exact(px).rev()) {
                 o.copy_from_slice(i);
             }
         }
@@ -1487,29 +1517,21 @@ pub fn flip_lr(src: &[u8], dst: &mut [u8], width: usize, px: usize) {
         return;
     }
     match px {
-        1 => go::<1>(src, dst, width),
-        2 => go::<2>(src, dst, width),
-        3 => go::<3>(src, dst, width),
-        4 => go::<4>(src, dst, width),
-        8 => go::<8>(src, dst, width),
-        12 => go::<12>(src, dst, width),
-        16 => go::<16>(src, dst, width),
-        _ => {
-            let row = width * px;
-            for (s, d) in src.chunks_exact(row).zip(dst.chunks_exact_mut(row)) {
-                for (o, i) in d.chunks_exact_mut(px).zip(s.chunks_exact(px).rev()) {
-                    o.copy_from_slice(i);
-                }
-            }
-        }
+        1 => go(src, dst, width, 1),
+        2 => go(src, dst, width, 2),
+        3 => go(src, dst, width, 3),
+        4 => go(src, dst, width, 4),
+        8 => go(src, dst, width, 8),
+        12 => go(src, dst, width, 12),
+        16 => go(src, dst, width, 16),
+        _ => go(src, dst, width, px),
     }
 }
 
 /// A uint8 HWC image as float32, mirrored left-right when `mirror`, then
 /// normalised as [`normalize_hwc`] when `norm` is (mean, std): the values
 /// of flip, cast and color_normalize applied one after another. Written
-/// HWC, or with `chw` as c planes of height x width (transposed row by
-/// row through a row-sized buffer).
+/// HWC, or with `chw` as c planes of height x width.
 pub fn u8_to_f32(
     src: &[u8],
     width: usize,
@@ -1539,13 +1561,13 @@ pub fn u8_to_f32(
         }
         return;
     }
-    let mut buf = if chw { vec![0f32; row] } else { Vec::new() };
-    for (y, s) in src.chunks_exact(row).enumerate() {
-        let d = if chw {
-            &mut buf[..]
-        } else {
-            &mut dst[y * row..(y + 1) * row]
-        };
+    if chw {
+        let mut hwc = vec![0f32; src.len()];
+        u8_to_f32(src, width, c, mirror, norm, false, &mut hwc);
+        hwc_to_chw(&hwc, c, dst, |v| v);
+        return;
+    }
+    for (s, d) in src.chunks_exact(row).zip(dst.chunks_exact_mut(row)) {
         if mirror {
             for (o, i) in d.chunks_exact_mut(c).zip(s.chunks_exact(c).rev()) {
                 for (a, &b) in o.iter_mut().zip(i) {
@@ -1559,14 +1581,6 @@ pub fn u8_to_f32(
         }
         if let Some((mean, std)) = norm {
             normalize_hwc(d, mean, std);
-        }
-        if chw {
-            for k in 0..c {
-                let out = &mut dst[k * plane + y * width..k * plane + (y + 1) * width];
-                for (o, px) in out.iter_mut().zip(buf.chunks_exact(c)) {
-                    *o = px[k];
-                }
-            }
         }
     }
 }

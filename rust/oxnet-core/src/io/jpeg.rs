@@ -17,8 +17,9 @@
 //!
 //! Anything else (arithmetic, 12-bit, CMYK/Adobe RGB, other sampling
 //! layouts, quantisation tables redefined between progressive scans) and
-//! any stream this decoder cannot read is left to zune-jpeg: [`Frame::parse`] returns `None` and [`Frame::decode`]
-//! a [`Bad`] reason, and the caller falls back.
+//! any stream this decoder cannot read is left to zune-jpeg:
+//! [`Frame::parse`] returns `None` and [`Frame::decode`] a [`Bad`] reason,
+//! and the caller falls back.
 
 /// Why this decoder gave up on a stream (the caller falls back to zune-jpeg).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -530,11 +531,9 @@ fn dequantise<const SPARSE: bool>(blk: &[i16; 64], q: &[i32; 64]) -> [[i32; 8]; 
     v
 }
 
-/// The 8x8 pixels of a dequantised block, libjpeg islow (range-limited to
-/// 0..=255), in portable code.
-/// libjpeg's islow IDCT of one block (coefficients dequantised by `q`)
-/// into 8x8 pixels of `out`. `SPARSE`: only the top-left 4x4
-/// coefficients may be nonzero (zigzag positions 0..=9).
+/// The 8x8 pixels of a block dequantised by `q`, libjpeg islow
+/// (range-limited to 0..=255), in portable code. `SPARSE`: only the
+/// top-left 4x4 coefficients may be nonzero (zigzag positions 0..=9).
 fn idct_portable<const SPARSE: bool>(
     blk: &[i16; 64],
     q: &[i32; 64],
@@ -809,7 +808,7 @@ fn dht(mut s: &[u8], dc: &mut Tables, ac: &mut Tables) -> Option<()> {
 
 impl<'a> Frame<'a> {
     /// Parse the headers up to the first scan; `None` when the stream is
-    /// not a baseline JPEG this decoder handles (the caller uses zune-jpeg,
+    /// not a baseline or progressive JPEG this decoder handles (the caller uses zune-jpeg,
     /// which also reports malformed headers).
     pub fn parse(d: &'a [u8]) -> Option<Frame<'a>> {
         if d.get(..2)? != [0xFF, 0xD8] {
@@ -1011,7 +1010,7 @@ impl Frame<'_> {
         }
         let simd = have_avx2();
         let (mw, mh) = (8 * self.hmax, 8 * self.vmax);
-        let (mx_n, my_n) = (self.width.div_ceil(mw), self.height.div_ceil(mh));
+        let (mx_n, my_n) = self.mcu_counts();
         // MCUs to transform: the window's, one more on each side for the
         // upsampling's neighbours
         let mx0 = (win.x / mw).saturating_sub(1);
@@ -1083,8 +1082,7 @@ impl Frame<'_> {
             bits: 0,
             nbits: 0,
         };
-        let (mw, mh) = (8 * self.hmax, 8 * self.vmax);
-        let (mx_n, my_n) = (self.width.div_ceil(mw), self.height.div_ceil(mh));
+        let mx_n = self.mcu_counts().0;
         let mut preds = [0i32; 3];
         let mut blk = [0i16; 64];
         let mut todo = self.restart;
@@ -1134,23 +1132,25 @@ impl Frame<'_> {
                 }
             }
             if inside_y {
-                // rows whose chroma neighbours below are decoded too
-                let ready = if my + 1 == my_n {
-                    self.height
-                } else {
-                    (my + 1) * mh - (self.vmax > 1) as usize
-                };
-                emit(planes, ready);
+                emit(planes, self.rows_ready(my));
             }
         }
         Ok(())
+    }
+
+    /// MCUs across and down.
+    fn mcu_counts(&self) -> (usize, usize) {
+        (
+            self.width.div_ceil(8 * self.hmax),
+            self.height.div_ceil(8 * self.vmax),
+        )
     }
 
     /// Rows of the image complete once MCU row `my` is transformed (the
     /// chroma neighbours below a row must be there for the upsampling).
     fn rows_ready(&self, my: usize) -> usize {
         let mh = 8 * self.vmax;
-        if my + 1 == self.height.div_ceil(mh) {
+        if my + 1 == self.mcu_counts().1 {
             self.height
         } else {
             (my + 1) * mh - (self.vmax > 1) as usize
@@ -1169,10 +1169,7 @@ impl Frame<'_> {
         simd: bool,
         mut emit: impl FnMut(&[Plane], usize),
     ) -> R<()> {
-        let (mx_n, my_n) = (
-            self.width.div_ceil(8 * self.hmax),
-            self.height.div_ceil(8 * self.vmax),
-        );
+        let (mx_n, my_n) = self.mcu_counts();
         let mut coefs = COEFS.with(|c| std::mem::take(&mut *c.borrow_mut()));
         if coefs.len() < self.comps.len() {
             coefs.resize_with(self.comps.len(), Vec::new);
@@ -1317,10 +1314,7 @@ impl Frame<'_> {
         let mut preds = [0i32; 4];
         let mut eobrun = 0u32;
         let mut todo = restart;
-        let (mx_n, my_n) = (
-            self.width.div_ceil(8 * self.hmax),
-            self.height.div_ceil(8 * self.vmax),
-        );
+        let (mx_n, my_n) = self.mcu_counts();
         // one unit: an MCU of an interleaved (DC) scan, else one block
         let (units_x, units_y) = if ns > 1 {
             (mx_n, my_n)
@@ -1713,11 +1707,7 @@ mod tests {
             "retina_48x36_prog_444.jpg",
         ] {
             let good = load(name);
-            // OXNET_FUZZ_ROUNDS=N for a longer local run
-            let rounds = std::env::var("OXNET_FUZZ_ROUNDS")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(150);
+            let rounds = crate::io::fuzz_rounds(150);
             for round in 0..rounds {
                 let mut d = good.clone();
                 let flips = 1 + (rng.uniform() * 20.0) as usize;

@@ -5,3 +5,13 @@ pub mod image;
 pub mod jpeg;
 pub mod pipeline;
 pub mod recordio;
+
+/// Rounds for the fuzz-style tests: `default`, or `OXNET_FUZZ_ROUNDS` for a
+/// longer local run.
+#[cfg(test)]
+pub(crate) fn fuzz_rounds(default: usize) -> usize {
+    std::env::var("OXNET_FUZZ_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}

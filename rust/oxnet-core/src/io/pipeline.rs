@@ -18,7 +18,6 @@ use crate::ndarray::NDArray;
 use crate::random::Rng;
 use crossbeam_channel::{bounded, Receiver, Sender};
 use rayon::prelude::*;
-use std::cell::RefCell;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
@@ -616,10 +615,6 @@ fn produce(
     }
 }
 
-thread_local! {
-    static DECODE_BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
-
 fn guarded(f: impl FnOnce() -> Result<()>) -> Result<()> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(r) => r,
@@ -728,7 +723,7 @@ fn process(sh: &Shared, epoch: u64, idx: usize, slot: Slot<'_>, label: &mut [f32
         }
     };
     // 2. the image's size (headers only: the window to decode comes next)
-    let buf = DECODE_BUF.with(|b| std::mem::take(&mut *b.borrow_mut()));
+    let buf = image::take_buf();
     let dec =
         image::Decoding::new(img_bytes, if c == 1 { 0 } else { 1 }, true).map_err(with_loc)?;
     let (ih, iw) = (dec.height, dec.width);
@@ -771,7 +766,7 @@ fn process(sh: &Shared, epoch: u64, idx: usize, slot: Slot<'_>, label: &mut [f32
                 r.resize_window_part(img.view(), at, (iw, ih), (rw, rh), rect, it, &mut out.data)
             })?;
             let res = write(out.view(), Rect { x: 0, y: 0, w, h });
-            give_back(img.data);
+            image::give_back_buf(img.data);
             return res;
         }
     }
@@ -787,7 +782,7 @@ fn process(sh: &Shared, epoch: u64, idx: usize, slot: Slot<'_>, label: &mut [f32
                 h: img.height,
             };
             let r = image::with_resizer(|r| r.resize(img.view(), full, rw, rh, it))?;
-            give_back(img.data);
+            image::give_back_buf(img.data);
             r
         }
         None => img,
@@ -806,18 +801,8 @@ fn process(sh: &Shared, epoch: u64, idx: usize, slot: Slot<'_>, label: &mut [f32
         (resized.view(), Rect { x: 0, y: 0, w, h })
     };
     let res = write(view, rect);
-    give_back(img.data);
+    image::give_back_buf(img.data);
     res
-}
-
-/// Keep the larger of the thread's decode buffer and `v` for the next image.
-fn give_back(v: Vec<u8>) {
-    DECODE_BUF.with(|b| {
-        let mut b = b.borrow_mut();
-        if v.capacity() > b.capacity() {
-            *b = v;
-        }
-    })
 }
 
 #[cfg(test)]

@@ -766,11 +766,7 @@ mod tests {
             }
             w.into_inner().unwrap()
         };
-        // OXNET_FUZZ_ROUNDS=N for a longer local run
-        let rounds = std::env::var("OXNET_FUZZ_ROUNDS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(3000);
+        let rounds = crate::io::fuzz_rounds(3000);
         for _ in 0..rounds {
             let bytes: Vec<u8> = if rng.below(2) == 0 {
                 let n = rng.below(100) as usize;
