@@ -36,18 +36,45 @@ def _sample(opname, shape, dtype, ctx, out, **params):
     return imperative_invoke(opname, [], kw, out=out, ctx=ctx or current_context())
 
 
+def _number(fn, arg, value):
+    # MXNet also takes NDArrays here (one distribution per element); oxnet
+    # has no such samplers yet, and a one-element NDArray must not be read
+    # as a number without a word.
+    from .ndarray.ndarray import NDArray
+
+    if isinstance(value, NDArray):
+        raise TypeError(
+            f"{fn}: {arg} must be a number; NDArray distribution parameters (one distribution per element) "
+            "are not supported"
+        )
+    return value
+
+
 def uniform(low=0, high=1, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
-    """Samples from U[low, high). Returns an NDArray of ``shape``."""
+    """Samples from U[low, high) (numbers). Returns an NDArray of ``shape``
+    (float32 unless ``dtype`` says otherwise) on ``ctx``, or writes ``out``."""
+    low, high = _number("uniform", "low", low), _number("uniform", "high", high)
     return _sample("_random_uniform", shape, dtype, ctx, out, low=float(low), high=float(high))
 
 
 def normal(loc=0, scale=1, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
-    """Samples from N(loc, scale**2). Returns an NDArray of ``shape``."""
+    """Samples from N(loc, scale**2) (numbers). Returns an NDArray of ``shape``
+    (float32 unless ``dtype`` says otherwise) on ``ctx``, or writes ``out``."""
+    loc, scale = _number("normal", "loc", loc), _number("normal", "scale", scale)
     return _sample("_random_normal", shape, dtype, ctx, out, loc=float(loc), scale=float(scale))
 
 
+def randn(*shape, loc=0, scale=1, dtype=None, ctx=None, out=None, **kwargs):
+    """Samples from N(loc, scale**2) in an array of shape ``shape`` given as
+    separate integers (``randn(2, 3)``; no integers: shape (1,)). Returns an
+    NDArray (float32 unless ``dtype`` says otherwise) on ``ctx``."""
+    return normal(loc, scale, shape=shape or (1,), dtype=dtype, ctx=ctx, out=out)
+
+
 def randint(low, high, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
-    """Integers uniform in [low, high) (int32 by default)."""
+    """Integers uniform in [low, high) (int32 by default). Returns an NDArray
+    of ``shape`` on ``ctx``, or writes ``out``."""
+    low, high = _number("randint", "low", low), _number("randint", "high", high)
     return _sample("_random_randint", shape, dtype or "int32", ctx, out, low=int(low), high=int(high))
 
 

@@ -261,3 +261,71 @@ def test_shape_error_names_op_and_shapes():
         mx.nd.elemwise_add(mx.nd.ones((2, 3)), mx.nd.ones((2, 3), dtype="int32"))
     with pytest.raises(ValueError, match="a_min"):
         mx.nd.clip(mx.nd.ones((2,)), a_max=1)
+
+
+# mx.nd.<name>(lhs, rhs): NumPy reference for arrays and numbers alike
+BINARY_FUNCS = {
+    "add": np.add,
+    "subtract": np.subtract,
+    "multiply": np.multiply,
+    "divide": np.divide,
+    "true_divide": np.true_divide,
+    "modulo": np.mod,
+    "power": np.power,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "equal": np.equal,
+    "not_equal": np.not_equal,
+    "greater": np.greater,
+    "greater_equal": np.greater_equal,
+    "lesser": np.less,
+    "lesser_equal": np.less_equal,
+    "logical_and": np.logical_and,
+    "logical_or": np.logical_or,
+    "logical_xor": np.logical_xor,
+}
+
+
+@pytest.mark.parametrize("name", sorted(BINARY_FUNCS))
+def test_binary_functions_arrays_and_numbers(name):
+    ref = BINARY_FUNCS[name]
+    f = getattr(mx.nd, name)
+    rs = np.random.RandomState(3)
+    # positive values away from each other's multiples keep %, ** and / tame;
+    # a few equal pairs exercise the comparisons
+    a = rs.uniform(0.5, 2.0, size=(2, 1, 4)).astype(np.float32)
+    b = rs.uniform(0.5, 2.0, size=(3, 1)).astype(np.float32)
+    a[0, 0, 0] = b[0, 0] = 1.5
+    A, B = mx.nd.array(a), mx.nd.array(b)
+    cases = [
+        (f(A, B), ref(a, b)),  # broadcasting, array on both sides
+        (f(A, 1.5), ref(a, np.float32(1.5))),  # array, number
+        (f(1.5, A), ref(np.float32(1.5), a)),  # number, array
+    ]
+    for got, want in cases:
+        assert isinstance(got, mx.nd.NDArray) and got.dtype == np.float32
+        np.testing.assert_allclose(got.asnumpy(), want.astype(np.float32), rtol=1e-5, err_msg=name)
+    # two numbers: a Python number, as in MXNet (comparisons give 1 or 0)
+    assert f(3, 2) == ref(3, 2)
+    with pytest.raises(TypeError, match=name):
+        f(A, "2")
+    with pytest.raises(TypeError, match=name):
+        f([1, 2], A)
+
+
+def test_binary_functions_record_gradients():
+    x = mx.nd.array([0.5, 2.0, 3.0])
+    x.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.maximum(x, 1.0) + mx.nd.subtract(10, x) * mx.nd.power(x, 2)
+    y.backward()
+    xn = x.asnumpy()
+    want = (xn > 1.0) + (-(xn**2) + (10 - xn) * 2 * xn)
+    np.testing.assert_allclose(x.grad.asnumpy(), want, rtol=1e-5)
+
+
+def test_binary_functions_int_arrays_keep_dtype():
+    a = mx.nd.array([1, 2, 3], dtype="int32")
+    m = mx.nd.maximum(a, 2)
+    assert m.dtype == np.int32 and m.asnumpy().tolist() == [2, 2, 3]
+    assert mx.nd.equal(a, mx.nd.array([1, 0, 3], dtype="int32")).asnumpy().tolist() == [1, 0, 1]

@@ -43,3 +43,31 @@ def test_out_and_errors():
     assert out.asnumpy().max() > 0
     with pytest.raises(ValueError):
         mx.random.seed("x")
+
+
+def test_nd_random_namespace():
+    # MXNet scripts draw through mx.nd.random.*; same generator as mx.random
+    assert mx.nd.random.uniform is mx.random.uniform
+    mx.random.seed(7)
+    a = mx.nd.random.uniform(-1, 1, shape=(3, 4)).asnumpy()
+    n = mx.nd.random.normal(0, 1, shape=5).asnumpy()
+    r = mx.nd.random.randint(0, 4, shape=(6,))
+    mx.random.seed(7)
+    np.testing.assert_array_equal(mx.random.uniform(-1, 1, shape=(3, 4)).asnumpy(), a)
+    np.testing.assert_array_equal(mx.random.normal(0, 1, shape=5).asnumpy(), n)
+    assert r.dtype == np.int32 and r.shape == (6,)
+    assert mx.nd.random.uniform().shape == (1,)
+    z = mx.nd.random.randn(2, 3, loc=5, scale=0.01, dtype="float64")
+    assert z.shape == (2, 3) and z.dtype == np.float64 and abs(z.asnumpy().mean() - 5) < 0.1
+    assert mx.nd.random.randn().shape == (1,)
+    s = mx.nd.random.shuffle(mx.nd.arange(10)).asnumpy()
+    assert sorted(s.tolist()) == list(range(10))
+
+
+def test_array_distribution_parameters_are_refused():
+    # MXNet samples per element when low/high are arrays; oxnet does not
+    # (yet), and says so instead of reading a one-element array as a number
+    with pytest.raises(TypeError, match="uniform: low"):
+        mx.nd.random.uniform(mx.nd.array([0.0]), 1, shape=(2,))
+    with pytest.raises(TypeError, match="normal: scale"):
+        mx.nd.random.normal(0, mx.nd.array([1.0]), shape=(2,))

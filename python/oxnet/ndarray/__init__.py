@@ -14,7 +14,28 @@ from .ndarray import (  # noqa: F401
     waitall,
     zeros,
 )
+from .ndarray import (  # noqa: F401
+    add,
+    divide,
+    equal,
+    greater,
+    greater_equal,
+    lesser,
+    lesser_equal,
+    logical_and,
+    logical_or,
+    logical_xor,
+    maximum,
+    minimum,
+    modulo,
+    multiply,
+    not_equal,
+    power,
+    subtract,
+    true_divide,
+)
 from . import op  # noqa: F401
+from . import random  # noqa: F401
 from . import _internal  # noqa: F401
 from .utils import load, save  # noqa: F401
 

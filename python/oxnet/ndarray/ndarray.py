@@ -171,6 +171,83 @@ def moveaxis(tensor, source, destination):
 
 
 # ---------------------------------------------------------------------------
+# Element-wise binary functions (mx.nd.add, mx.nd.maximum, mx.nd.equal, ...)
+# ---------------------------------------------------------------------------
+
+
+def _ufunc(name, lhs, rhs, bop, lsop, rsop, pyfn):
+    """MXNet's binary-function dispatch: two arrays go to the broadcasting
+    operator ``bop``; an array and a number to the scalar operator (``lsop``
+    with the array on the left, ``rsop`` with it on the right); two numbers
+    give ``pyfn(lhs, rhs)``, a Python number."""
+    if isinstance(lhs, numeric_types):
+        if isinstance(rhs, numeric_types):
+            return pyfn(lhs, rhs)
+        if isinstance(rhs, NDArray):
+            return _native_invoke(_op(rsop), (rhs,), {"scalar": lhs}, None)[0]
+    elif isinstance(lhs, NDArray) and isinstance(rhs, (NDArray,) + numeric_types):
+        return _binary(lhs, rhs, bop, lsop)
+    raise TypeError(
+        f"{name}: operands must be NDArrays or numbers, got {type(lhs).__name__} and {type(rhs).__name__}"
+    )
+
+
+def _make_ufunc(name, bop, lsop, rsop, pyfn, what):
+    def fn(lhs, rhs):
+        return _ufunc(name, lhs, rhs, bop, lsop, rsop, pyfn)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (
+        f"{what}, element-wise with broadcasting (MXNet's ``mx.nd.{name}``).\n\n"
+        "lhs, rhs : NDArray or number. Two arrays broadcast to a common shape (``{bop}``); an array\n"
+        "and a number apply the number to every element.\n\n"
+        "Returns an NDArray, or a Python number when both operands are numbers."
+    ).replace("{bop}", bop)
+    return fn
+
+
+def _bool(f):
+    return lambda x, y: 1 if f(x, y) else 0
+
+
+# name, broadcasting op, scalar op (array on the left), scalar op (array on the right), two numbers, doc
+_UFUNCS = [
+    ("add", "broadcast_add", "_plus_scalar", "_plus_scalar", lambda x, y: x + y, "lhs + rhs"),
+    ("subtract", "broadcast_sub", "_minus_scalar", "_rminus_scalar", lambda x, y: x - y, "lhs - rhs"),
+    ("multiply", "broadcast_mul", "_mul_scalar", "_mul_scalar", lambda x, y: x * y, "lhs * rhs"),
+    ("divide", "broadcast_div", "_div_scalar", "_rdiv_scalar", lambda x, y: x / y, "lhs / rhs"),
+    ("true_divide", "broadcast_div", "_div_scalar", "_rdiv_scalar", lambda x, y: x / y, "lhs / rhs"),
+    ("modulo", "broadcast_mod", "_mod_scalar", "_rmod_scalar", lambda x, y: x % y, "lhs % rhs"),
+    ("power", "broadcast_power", "_power_scalar", "_rpower_scalar", lambda x, y: x**y, "lhs ** rhs"),
+    ("maximum", "broadcast_maximum", "_maximum_scalar", "_maximum_scalar", lambda x, y: x if x > y else y,
+     "The larger of lhs and rhs"),
+    ("minimum", "broadcast_minimum", "_minimum_scalar", "_minimum_scalar", lambda x, y: x if x < y else y,
+     "The smaller of lhs and rhs"),
+    ("equal", "broadcast_equal", "_equal_scalar", "_equal_scalar", _bool(lambda x, y: x == y),
+     "1 where lhs == rhs, else 0"),
+    ("not_equal", "broadcast_not_equal", "_not_equal_scalar", "_not_equal_scalar", _bool(lambda x, y: x != y),
+     "1 where lhs != rhs, else 0"),
+    ("greater", "broadcast_greater", "_greater_scalar", "_lesser_scalar", _bool(lambda x, y: x > y),
+     "1 where lhs > rhs, else 0"),
+    ("greater_equal", "broadcast_greater_equal", "_greater_equal_scalar", "_lesser_equal_scalar",
+     _bool(lambda x, y: x >= y), "1 where lhs >= rhs, else 0"),
+    ("lesser", "broadcast_lesser", "_lesser_scalar", "_greater_scalar", _bool(lambda x, y: x < y),
+     "1 where lhs < rhs, else 0"),
+    ("lesser_equal", "broadcast_lesser_equal", "_lesser_equal_scalar", "_greater_equal_scalar",
+     _bool(lambda x, y: x <= y), "1 where lhs <= rhs, else 0"),
+    ("logical_and", "broadcast_logical_and", "_logical_and_scalar", "_logical_and_scalar",
+     _bool(lambda x, y: x and y), "1 where lhs and rhs are both non-zero, else 0"),
+    ("logical_or", "broadcast_logical_or", "_logical_or_scalar", "_logical_or_scalar",
+     _bool(lambda x, y: x or y), "1 where lhs or rhs is non-zero, else 0"),
+    ("logical_xor", "broadcast_logical_xor", "_logical_xor_scalar", "_logical_xor_scalar",
+     _bool(lambda x, y: bool(x) != bool(y)), "1 where exactly one of lhs and rhs is non-zero, else 0"),
+]
+for _u in _UFUNCS:
+    globals()[_u[0]] = _make_ufunc(*_u)
+del _u
+
+
+# ---------------------------------------------------------------------------
 # Methods attached to NDArray
 # ---------------------------------------------------------------------------
 
