@@ -204,3 +204,27 @@ def test_dot_large_float32(ta, tb):
     for i in range(2):
         want = (ab[i].T if ta else ab[i]).astype(np.float64) @ (bb[i].T if tb else bb[i]).astype(np.float64)
         np.testing.assert_allclose(got[i], want, rtol=0, atol=1e-4 * np.abs(want).max())
+
+
+def test_slice_assign_methods_write_in_place():
+    a = mx.nd.zeros((3, 4))
+    r = a.slice_assign(mx.nd.ones((2, 2)), (0, 1), (2, 3), (None, None))
+    assert r is a
+    want = np.zeros((3, 4), np.float32)
+    want[0:2, 1:3] = 1
+    np.testing.assert_array_equal(a.asnumpy(), want)
+    assert a.slice_assign_scalar(7, (1, None), (None, 4), (1, 2)) is a
+    want[1:, 0:4:2] = 7
+    np.testing.assert_array_equal(a.asnumpy(), want)
+    with pytest.raises(mx.base.MXNetError, match="_slice_assign"):
+        a.slice_assign(mx.nd.ones((3, 3)), (0, 1), (2, 3), (None, None))
+
+
+def test_more_operator_methods():
+    x = mx.nd.array([1.0, 8.0, 27.0])
+    np.testing.assert_allclose(x.rcbrt().asnumpy(), [1, 0.5, 1 / 3], rtol=1e-6)
+    assert x.shape_array().asnumpy().tolist() == [3] and x.size_array().asnumpy().tolist() == [3]
+    e = np.exp(-x.asnumpy())
+    np.testing.assert_allclose(x.softmin().asnumpy(), e / e.sum(), rtol=1e-5)
+    y = mx.nd.ones((1, 1, 2, 2)).pad(mode="constant", pad_width=(0, 0, 0, 0, 1, 1, 1, 1), constant_value=3)
+    np.testing.assert_array_equal(y.asnumpy()[0, 0], np.pad(np.ones((2, 2)), 1, constant_values=3))

@@ -257,6 +257,18 @@ class _Methods:
 
     __array_priority__ = 1000.0
 
+    def slice_assign(self, rhs, begin, end, step):
+        """Write NDArray ``rhs`` into the window ``begin:end:step`` of this
+        array (tuples per axis; None takes the axis' default) and return
+        this array. ``rhs`` must have the window's shape."""
+        return _invoke1("_slice_assign", [self, rhs], {"begin": begin, "end": end, "step": step}, out=self)
+
+    def slice_assign_scalar(self, value, begin, end, step):
+        """Fill the window ``begin:end:step`` of this array with the number
+        ``value`` and return this array."""
+        attrs = {"scalar": float(value), "begin": begin, "end": end, "step": step}
+        return _invoke1("_slice_assign_scalar", [self], attrs, out=self)
+
     @property
     def dtype(self):
         """The NumPy scalar type of the elements (e.g. ``numpy.float32``)."""
@@ -1081,7 +1093,8 @@ _METHOD_OPS = {
         "swapaxes", "flatten", "expand_dims", "squeeze", "tile", "repeat", "flip", "slice", "slice_axis",
         "take", "pick", "one_hot", "sort", "argsort", "topk", "split", "broadcast_to", "broadcast_like",
         "broadcast_axes", "zeros_like", "ones_like", "degrees", "radians", "softmax", "log_softmax", "diag",
-        "dot", "batch_dot", "reverse", "slice_like", "erf",
+        "dot", "batch_dot", "reverse", "slice_like", "erf", "rcbrt", "shape_array", "size_array", "softmin",
+        "pad",
     ]
 }
 
