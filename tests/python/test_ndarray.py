@@ -228,3 +228,40 @@ def test_more_operator_methods():
     np.testing.assert_allclose(x.softmin().asnumpy(), e / e.sum(), rtol=1e-5)
     y = mx.nd.ones((1, 1, 2, 2)).pad(mode="constant", pad_width=(0, 0, 0, 0, 1, 1, 1, 1), constant_value=3)
     np.testing.assert_array_equal(y.asnumpy()[0, 0], np.pad(np.ones((2, 2)), 1, constant_values=3))
+
+
+def test_split_v2_sections_indices_and_errors():
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    a = mx.nd.array(x)
+    for got, want in zip(mx.nd.split_v2(a, 2, axis=2), np.split(x, 2, axis=2)):
+        np.testing.assert_array_equal(got.asnumpy(), want)
+    for got, want in zip(a.split_v2((1, 1, 3), axis=-1), np.split(x, (1, 1, 3), axis=-1)):
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got.asnumpy(), want)
+    one = mx.nd.split_v2(a, 1, axis=0)
+    assert isinstance(one, mx.nd.NDArray) and one.shape == (2, 3, 4)
+    sq = mx.nd.split_v2(a, 3, axis=1, squeeze_axis=True)
+    assert [p.shape for p in sq] == [(2, 4)] * 3
+    np.testing.assert_array_equal(sq[2].asnumpy(), x[:, 2])
+    with pytest.raises(ValueError, match="equal parts"):
+        mx.nd.split_v2(a, 5, axis=2)
+    with pytest.raises(ValueError, match="must not decrease"):
+        mx.nd.split_v2(a, (3, 1), axis=2)
+    with pytest.raises(ValueError, match="must not decrease nor pass"):
+        mx.nd.split_v2(a, (2, 9), axis=2)
+    with pytest.raises(ValueError, match="squeeze_axis"):
+        mx.nd.split_v2(a, 2, axis=2, squeeze_axis=True)
+    with pytest.raises(ValueError, match="axis 3"):
+        mx.nd.split_v2(a, 2, axis=3)
+
+
+def test_split_v2_gradient():
+    x = mx.nd.array(np.arange(6, dtype=np.float32).reshape(2, 3))
+    x.attach_grad()
+    with mx.autograd.record():
+        p, q = mx.nd.split_v2(x, (1,), axis=1)
+        y = (p * 2).sum() + (q * q).sum()
+    y.backward()
+    xn = x.asnumpy()
+    want = np.concatenate([np.full((2, 1), 2.0), 2 * xn[:, 1:]], axis=1)
+    np.testing.assert_allclose(x.grad.asnumpy(), want)

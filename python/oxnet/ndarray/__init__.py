@@ -31,6 +31,7 @@ from .ndarray import (  # noqa: F401
     multiply,
     not_equal,
     power,
+    split_v2,
     subtract,
     true_divide,
 )

@@ -170,6 +170,60 @@ def moveaxis(tensor, source, destination):
     return op.transpose(tensor, axes=tuple(axes))
 
 
+def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
+    """Split ``ary`` along ``axis`` (MXNet's ``mx.nd.split_v2``).
+
+    indices_or_sections : int or tuple of ints
+        An int N cuts the axis into N equal parts (its length must be a
+        multiple of N); a tuple gives the indices where parts start after the
+        first, as ``numpy.split`` does (empty parts allowed, indices must not
+        decrease or pass the axis' length).
+    squeeze_axis : bool
+        Drop the split axis from every part; each part must then have length 1.
+
+    Returns a list of NDArrays (one NDArray when there is a single part). The
+    parts are slices recorded by autograd like any operator.
+    """
+    from . import op
+
+    nd = ary.ndim
+    ax = axis + nd if isinstance(axis, integer_types) and axis < 0 else axis
+    if not isinstance(ax, integer_types) or not 0 <= ax < nd:
+        raise ValueError(f"split_v2: axis {axis} is out of range for shape {ary.shape}")
+    size = ary.shape[ax]
+    if isinstance(indices_or_sections, integer_types) and not isinstance(indices_or_sections, bool):
+        sections = int(indices_or_sections)
+        if sections <= 0 or size % sections:
+            raise ValueError(
+                f"split_v2: axis {axis} of shape {ary.shape} does not split into {sections} equal parts"
+            )
+        bounds = [i * (size // sections) for i in range(sections)] + [size]
+    elif isinstance(indices_or_sections, (tuple, list)):
+        bounds = [0] + [int(i) for i in indices_or_sections] + [size]
+        for lo, hi in zip(bounds, bounds[1:]):
+            if lo > hi:
+                raise ValueError(
+                    f"split_v2: indices {tuple(indices_or_sections)} must not decrease nor pass the length {size} "
+                    f"of axis {axis} (shape {ary.shape})"
+                )
+    else:
+        raise TypeError(
+            f"split_v2: indices_or_sections must be an int or a tuple of ints, got {type(indices_or_sections).__name__}"
+        )
+    parts = list(zip(bounds, bounds[1:]))
+    if squeeze_axis and any(hi - lo != 1 for lo, hi in parts):
+        raise ValueError(f"split_v2: squeeze_axis needs parts of length 1 along axis {axis}, got bounds {bounds}")
+    def part(lo, hi):
+        if lo == hi:  # slice_axis refuses empty ranges; an empty part has nothing to record
+            return zeros(ary.shape[:ax] + (0,) + ary.shape[ax + 1:], ctx=ary.context, dtype=ary._dtype_name)
+        return op.slice_axis(ary, axis=ax, begin=lo, end=hi)
+
+    outs = [part(lo, hi) for lo, hi in parts]
+    if squeeze_axis:
+        outs = [op.squeeze(o, axis=ax) for o in outs]
+    return outs[0] if len(outs) == 1 else outs
+
+
 # ---------------------------------------------------------------------------
 # Element-wise binary functions (mx.nd.add, mx.nd.maximum, mx.nd.equal, ...)
 # ---------------------------------------------------------------------------
@@ -256,6 +310,10 @@ class _Methods:
     """Python-side methods of NDArray (attached to the native class)."""
 
     __array_priority__ = 1000.0
+
+    def split_v2(self, *args, **kwargs):
+        """Same as ``mx.nd.split_v2(self, ...)``."""
+        return split_v2(self, *args, **kwargs)
 
     def slice_assign(self, rhs, begin, end, step):
         """Write NDArray ``rhs`` into the window ``begin:end:step`` of this
