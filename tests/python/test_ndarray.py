@@ -265,3 +265,72 @@ def test_split_v2_gradient():
     xn = x.asnumpy()
     want = np.concatenate([np.full((2, 1), 2.0), 2 * xn[:, 1:]], axis=1)
     np.testing.assert_allclose(x.grad.asnumpy(), want)
+
+
+def _np_depth_to_space(x, b):
+    n, c, h, w = x.shape
+    return x.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2).reshape(n, c // (b * b), h * b, w * b)
+
+
+def test_depth_to_space_and_back_with_gradients():
+    rs = np.random.RandomState(0)
+    x = rs.uniform(-1, 1, (2, 12, 3, 5)).astype(np.float32)
+    a = mx.nd.array(x)
+    a.attach_grad()
+    wgt = rs.uniform(-1, 1, (2, 3, 6, 10)).astype(np.float32)
+    with mx.autograd.record():
+        d = mx.nd.depth_to_space(a, 2)
+        y = (d * mx.nd.array(wgt)).sum()
+    y.backward()
+    np.testing.assert_array_equal(d.asnumpy(), _np_depth_to_space(x, 2))
+    # the gradient is the weight moved back: space_to_depth of it
+    np.testing.assert_array_equal(a.grad.asnumpy(), mx.nd.space_to_depth(mx.nd.array(wgt), 2).asnumpy())
+    np.testing.assert_array_equal(mx.nd.space_to_depth(d, 2).asnumpy(), x)
+    with pytest.raises(ValueError, match="divisible by block_size"):
+        mx.nd.depth_to_space(mx.nd.ones((1, 6, 2, 2)), 2)
+    with pytest.raises(ValueError, match="not divisible by block_size 2"):
+        mx.nd.space_to_depth(mx.nd.ones((1, 1, 3, 2)), 2)
+    with pytest.raises(ValueError, match="4-D"):
+        mx.nd.depth_to_space(mx.nd.ones((4, 2, 2)), 2)
+
+
+def test_hard_sigmoid_values_and_gradient():
+    x = mx.nd.array([-5.0, -1.0, 0.0, 1.0, 2.5, 5.0])  # none exactly where the clip starts
+    x.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.hard_sigmoid(x, alpha=0.3, beta=0.4)
+    y.backward()
+    xn = x.asnumpy()
+    np.testing.assert_allclose(y.asnumpy(), np.clip(0.3 * xn + 0.4, 0, 1), rtol=1e-6)
+    np.testing.assert_allclose(x.grad.asnumpy(), np.where(np.abs(0.3 * xn + 0.4 - 0.5) < 0.5, 0.3, 0.0), rtol=1e-6)
+
+
+def test_moments_match_numpy_with_gradient():
+    rs = np.random.RandomState(1)
+    x = rs.uniform(-2, 2, (3, 4, 5)).astype(np.float32)
+    a = mx.nd.array(x)
+    for axes, keep in [((1,), False), ((0, 2), True), ((0, 1, 2), False), (2, False)]:
+        m, v = mx.nd.moments(a, axes=axes, keepdims=keep)
+        ax = axes if isinstance(axes, tuple) else (axes,)
+        np.testing.assert_allclose(m.asnumpy(), x.mean(axis=ax, keepdims=keep), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(v.asnumpy(), x.var(axis=ax, keepdims=keep), rtol=1e-5, atol=1e-6)
+    a.attach_grad()
+    with mx.autograd.record():
+        _, v = mx.nd.moments(a, axes=(2,))
+        y = v.sum()
+    y.backward()
+    np.testing.assert_allclose(a.grad.asnumpy(), 2 * (x - x.mean(axis=2, keepdims=True)) / 5, rtol=1e-4, atol=1e-6)
+    with pytest.raises(ValueError, match="axes"):
+        mx.nd.moments(a)
+
+
+def test_argmax_channel_and_linspace():
+    assert mx.nd.argmax_channel(mx.nd.array([[1, 3, 2], [9, 1, 1]])).asnumpy().tolist() == [1, 0]
+    for args, kw in [((0, 1, 5), {}), ((0, 1, 5), {"endpoint": False}), ((1, 2, 1), {}), ((-3, 11, 13), {}),
+                     ((0.1, 0.7, 7), {}), ((0, 10, 4), {"dtype": "int32"}), ((2, 5, 0), {})]:
+        got = mx.nd.linspace(*args, **kw)
+        want = np.linspace(*args, endpoint=kw.get("endpoint", True)).astype(kw.get("dtype", "float32"))
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got.asnumpy(), want)
+    with pytest.raises(ValueError, match="num"):
+        mx.nd.linspace(0, 1, -1)

@@ -224,6 +224,101 @@ def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
     return outs[0] if len(outs) == 1 else outs
 
 
+def depth_to_space(data, block_size):
+    """Move blocks of channels into space (MXNet's ``mx.nd.depth_to_space``).
+
+    data : NDArray (N, C, H, W) with C divisible by ``block_size ** 2``.
+    Returns an NDArray (N, C / block_size**2, H * block_size, W * block_size):
+    output pixel (h * b + i, w * b + j) of channel c is input channel
+    (i * b + j) * C / b**2 + c at (h, w). Inverse of :func:`space_to_depth`.
+    """
+    b = _block("depth_to_space", data, block_size)
+    n, c, h, w = data.shape
+    if c % (b * b):
+        raise ValueError(f"depth_to_space: channels {c} of shape {data.shape} are not divisible by block_size**2 = {b * b}")
+    from . import op
+
+    t = op.reshape(data, shape=(n, b, b, c // (b * b), h, w))
+    t = op.transpose(t, axes=(0, 3, 4, 1, 5, 2))
+    return op.reshape(t, shape=(n, c // (b * b), h * b, w * b))
+
+
+def space_to_depth(data, block_size):
+    """Move blocks of space into channels (MXNet's ``mx.nd.space_to_depth``).
+
+    data : NDArray (N, C, H, W) with H and W divisible by ``block_size``.
+    Returns an NDArray (N, C * block_size**2, H / block_size, W / block_size),
+    the inverse of :func:`depth_to_space`.
+    """
+    b = _block("space_to_depth", data, block_size)
+    n, c, h, w = data.shape
+    if h % b or w % b:
+        raise ValueError(f"space_to_depth: height and width of shape {data.shape} are not divisible by block_size {b}")
+    from . import op
+
+    t = op.reshape(data, shape=(n, c, h // b, b, w // b, b))
+    t = op.transpose(t, axes=(0, 3, 5, 1, 2, 4))
+    return op.reshape(t, shape=(n, c * b * b, h // b, w // b))
+
+
+def _block(name, data, block_size):
+    if data.ndim != 4:
+        raise ValueError(f"{name}: data must be 4-D (N, C, H, W), got shape {data.shape}")
+    if not isinstance(block_size, integer_types) or block_size < 1:
+        raise ValueError(f"{name}: block_size must be a positive int, got {block_size!r}")
+    return int(block_size)
+
+
+def hard_sigmoid(data, alpha=0.2, beta=0.5, out=None):
+    """``max(0, min(1, alpha * data + beta))`` element-wise (MXNet's
+    ``mx.nd.hard_sigmoid``). Returns an NDArray like ``data`` (or ``out``);
+    its gradient is ``alpha`` where ``alpha * data + beta`` lies in [0, 1]
+    (clip's rule; MXNet's own kernel gives 0 on the two boundaries)."""
+    from . import op
+
+    return op.clip(data * float(alpha) + float(beta), a_min=0.0, a_max=1.0, out=out)
+
+
+def moments(data, axes=None, keepdims=False):
+    """Mean and (population) variance of ``data`` over ``axes`` (MXNet's
+    ``mx.nd.moments``).
+
+    axes : tuple of ints, required (pass every axis for global moments).
+    Returns a list ``[mean, var]`` of NDArrays, the reduced axes kept with
+    length 1 when ``keepdims``.
+    """
+    if axes is None or (isinstance(axes, (tuple, list)) and len(axes) == 0):
+        raise ValueError(f"moments: axes must name the axes to reduce (all {data.ndim} for global moments)")
+    axes = (axes,) if isinstance(axes, integer_types) else tuple(axes)
+    from . import op
+
+    mean = op.mean(data, axis=axes, keepdims=True)
+    var = op.mean(op.square(data - mean), axis=axes, keepdims=keepdims)
+    if not keepdims:
+        mean = op.mean(data, axis=axes)
+    return [mean, var]
+
+
+def argmax_channel(data):
+    """Index of the largest value along the last axis (MXNet's
+    ``mx.nd.argmax_channel``). Returns a float NDArray of ``data.shape[:-1]``."""
+    from . import op
+
+    return op.argmax(data, axis=-1)
+
+
+def linspace(start, stop, num, endpoint=True, ctx=None, dtype="float32"):
+    """``num`` evenly spaced numbers from ``start`` to ``stop`` (included when
+    ``endpoint``), computed in float64 and cast to ``dtype`` as MXNet does.
+    Returns an NDArray of shape (num,) on ``ctx``."""
+    if not isinstance(num, integer_types) or num < 0:
+        raise ValueError(f"linspace: num must be a non-negative int, got {num!r}")
+    div = (num - 1 if endpoint else num) or 1
+    step = (float(stop) - float(start)) / div
+    vals = float(start) + step * np.arange(num, dtype=np.float64)
+    return array(vals.astype(_np_dtype_for(dtype)), ctx=ctx, dtype=dtype)
+
+
 # ---------------------------------------------------------------------------
 # Element-wise binary functions (mx.nd.add, mx.nd.maximum, mx.nd.equal, ...)
 # ---------------------------------------------------------------------------
