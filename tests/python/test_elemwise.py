@@ -57,7 +57,7 @@ UNARY = {
     "floor": (np.floor, away0),
     "ceil": (np.ceil, away0),
     "round": (lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5), away0),
-    "rint": (np.rint, away0),
+    "rint": (lambda x: np.where(x - np.floor(x) <= np.ceil(x) - x, np.floor(x), np.ceil(x)), away0),
     "fix": (np.fix, away0),
     "trunc": (np.trunc, away0),
     "logical_not": (lambda x: (x == 0).astype(x.dtype), lambda s: np.random.randint(0, 2, size=s).astype(float)),
@@ -329,3 +329,10 @@ def test_binary_functions_int_arrays_keep_dtype():
     m = mx.nd.maximum(a, 2)
     assert m.dtype == np.int32 and m.asnumpy().tolist() == [2, 2, 3]
     assert mx.nd.equal(a, mx.nd.array([1, 0, 3], dtype="int32")).asnumpy().tolist() == [1, 0, 1]
+
+
+def test_rint_ties_go_down_as_in_mxnet():
+    # MXNet's rint: the nearer integer, the lower one at a tie (not NumPy's ties-to-even)
+    for dtype in ("float32", "float64", "float16"):
+        x = mx.nd.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, -2.1, -1.9, 1.9, 2.1], dtype=dtype)
+        assert mx.nd.rint(x).asnumpy().tolist() == [-3, -2, -1, 0, 1, 2, -2, -2, 2, 2], dtype

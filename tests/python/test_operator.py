@@ -135,3 +135,26 @@ def test_assign_modes():
     np.testing.assert_allclose(dst.asnumpy(), [2, 3])
     op.assign(dst, "write", mx.nd.array([5.0, 6.0]))
     np.testing.assert_allclose(dst.asnumpy(), [5, 6])
+
+
+def test_positional_parameters_follow_mxnet_argument_order():
+    x = mx.nd.array([[1.0, -2.0, 3.0], [4.0, 5.0, -6.0]])
+    np.testing.assert_array_equal(mx.nd.clip(x, 0, 4).asnumpy(), np.clip(x.asnumpy(), 0, 4))
+    np.testing.assert_array_equal(x.clip(-1, 1).asnumpy(), np.clip(x.asnumpy(), -1, 1))
+    assert x.swapaxes(0, 1).shape == (3, 2)
+    assert mx.nd.sum(x, 1).asnumpy().tolist() == [2.0, 3.0]
+    assert mx.nd.one_hot(mx.nd.array([0, 2]), 3, 5, -1).asnumpy().tolist() == [[5, -1, -1], [-1, -1, 5]]
+    # keyword and positional parameters mix; None leaves an optional input out
+    w = mx.nd.ones((4, 3))
+    y = mx.nd.FullyConnected(x, w, None, 4, True)
+    np.testing.assert_allclose(y.asnumpy(), x.asnumpy() @ np.ones((3, 4)))
+    assert mx.nd.topk(x, 1, 2, ret_typ="value").asnumpy().tolist() == [[3.0, 1.0], [5.0, 4.0]]
+    with pytest.raises(TypeError, match="multiple values for argument 'a_min'"):
+        mx.nd.clip(x, 0, 1, a_min=0)
+    with pytest.raises(TypeError, match=r"at most 3 positional arguments \(data, a_min, a_max\)"):
+        mx.nd.clip(x, 0, 1, 2)
+    with pytest.raises(TypeError, match="input 'weight' must be an NDArray"):
+        mx.nd.FullyConnected(x, 3, num_hidden=4)
+    # variadic operators take every positional argument as an input
+    with pytest.raises(TypeError, match="by keyword"):
+        mx.nd.stack(x, x, 1)

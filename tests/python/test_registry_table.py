@@ -224,7 +224,7 @@ _UNARY = {
     "rcbrt": (lambda x: 1 / np.cbrt(x), 0.2, 2, True),
     "reciprocal": (np.reciprocal, 0.3, 2, True),
     "relu": (lambda x: np.maximum(x, 0), -1, 1, True),
-    "rint": (np.rint, -2, 2, True),
+    "rint": (lambda x: np.where(x - np.floor(x) <= np.ceil(x) - x, np.floor(x), np.ceil(x)), -2, 2, True),
     "round": (_round_away, -2, 2, True),
     "rsqrt": (lambda x: 1 / np.sqrt(x), 0.2, 2, True),
     "sigmoid": (_sigmoid, -3, 3, True),

@@ -16,6 +16,10 @@ def _make(name):
 
     input_names = op.inputs
     variadic = op.variadic
+    from ._signatures import ARGS
+
+    # MXNet's argument order (inputs, then parameters) for positional calls
+    order = ARGS.get(name)
 
     def fn(*args, out=None, name=None, ctx=None, **kwargs):
         inputs = []
@@ -32,9 +36,7 @@ def _make(name):
             else:
                 rest.append(a)
         if rest:
-            raise TypeError(
-                f"{op.name}: pass parameters by keyword (got {len(rest)} positional non-array argument(s))"
-            )
+            _positional_params(op.name, order, input_names, len(args) - len(rest), rest, kwargs)
         if not variadic:
             # Inputs may also come by keyword; optional ones (a bias with
             # no_bias=True) may be left out or passed as None.
@@ -56,6 +58,28 @@ def _make(name):
         "for operators with several outputs)."
     )
     return fn
+
+
+def _positional_params(opname, order, input_names, first, values, kwargs):
+    """Name positional non-array arguments by MXNet's argument order: the
+    value at position ``first + i`` of the call is the argument
+    ``order[first + i]``. ``None`` in an input's place leaves that optional
+    input out (``FullyConnected(x, w, None, no_bias=True)``)."""
+    if order is None:
+        raise TypeError(f"{opname}: pass parameters by keyword (got {len(values)} positional non-array argument(s))")
+    if first + len(values) > len(order):
+        raise TypeError(
+            f"{opname}: takes at most {len(order)} positional arguments ({', '.join(order)}), "
+            f"got {first + len(values)}"
+        )
+    for nm, v in zip(order[first:], values):
+        if nm in input_names:
+            if v is None:
+                continue
+            raise TypeError(f"{opname}: input '{nm}' must be an NDArray, got {type(v).__name__}")
+        if nm in kwargs:
+            raise TypeError(f"{opname}: got multiple values for argument '{nm}'")
+        kwargs[nm] = v
 
 
 def __getattr__(name):

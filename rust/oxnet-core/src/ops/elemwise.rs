@@ -224,7 +224,9 @@ unary_fn!(Sign, x => if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { 0.0 });
 unary_fn!(Floor, x => x.floor());
 unary_fn!(Ceil, x => x.ceil());
 unary_fn!(Round, x => x.round());
-unary_fn!(Rint, x => { let r = x.round(); if (x - x.trunc()).abs() == 0.5 { 2.0 * (x / 2.0).round() } else { r } });
+// MXNet's rule: the nearer integer, and the lower one at a tie (1.5 -> 1,
+// -2.5 -> -3), not NumPy's ties-to-even.
+unary_fn!(Rint, x => { let (f, c) = (x.floor(), x.ceil()); if x - f <= c - x { f } else { c } });
 unary_fn!(Fix, x => x.trunc());
 unary_fn!(Trunc, x => x.trunc());
 unary_fn!(Degrees, x => x.to_degrees());
@@ -654,7 +656,14 @@ unary_op!(
     "Round half away from zero.",
     ZERO_GRAD
 );
-unary_op!(RINT, "rint", [], Rint, "Round half to even.", ZERO_GRAD);
+unary_op!(
+    RINT,
+    "rint",
+    [],
+    Rint,
+    "Round to the nearest integer; halfway values go to the lower one (1.5 -> 1, -2.5 -> -3), as in MXNet.",
+    ZERO_GRAD
+);
 unary_op!(FIX, "fix", [], Fix, "Round towards zero.", ZERO_GRAD);
 unary_op!(
     TRUNC,
