@@ -74,3 +74,27 @@ def test_roundtrip_and_errors(tmp_path):
         mx.nd.save(p, {"a": np.ones(3)})
     with pytest.raises(mx.MXNetError):
         mx.nd.load(os.path.join(GOLDEN, "nd_sparse.params"))
+
+
+@pytest.mark.parametrize("fname", ["nd_list.params", "nd_dict.params", "nd_single.params", "nd_empty_list.params"])
+def test_load_frombuffer_reads_mxnet_files(fname):
+    _, arrays = _expected_arrays(fname)
+    raw = open(os.path.join(GOLDEN, fname), "rb").read()
+    for buf in (raw, bytearray(raw), memoryview(raw)):
+        got = mx.nd.load_frombuffer(buf)
+        want = mx.nd.load(os.path.join(GOLDEN, fname))
+        assert type(got) is type(want)
+        got = list(got.values()) if isinstance(got, dict) else got
+        assert len(got) == len(arrays)
+        for g, (_, ref) in zip(got, arrays):
+            assert g.dtype == ref.dtype.type and g.asnumpy().tobytes() == ref.tobytes()
+
+
+def test_load_frombuffer_errors():
+    raw = open(os.path.join(GOLDEN, "nd_dict.params"), "rb").read()
+    with pytest.raises(IOError, match="offset"):
+        mx.nd.load_frombuffer(raw[:-5])
+    with pytest.raises(IOError):
+        mx.nd.load_frombuffer(b"not an ndarray file")
+    with pytest.raises(TypeError, match="bytes"):
+        mx.nd.load_frombuffer("nd_dict.params")

@@ -44,7 +44,7 @@ from .ndarray import (  # noqa: F401
 from . import op  # noqa: F401
 from . import random  # noqa: F401
 from . import _internal  # noqa: F401
-from .utils import load, save  # noqa: F401
+from .utils import load, load_frombuffer, save  # noqa: F401
 
 
 def Custom(*args, **kwargs):

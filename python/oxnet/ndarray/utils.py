@@ -31,7 +31,21 @@ def load(fname):
     dict when the file has names."""
     from .. import _native
 
-    arrays, names = _native.nd_load(str(fname))
+    return _named(*_native.nd_load(str(fname)))
+
+
+def load_frombuffer(buf):
+    """Load arrays from ``buf`` (bytes, bytearray or memoryview holding the
+    contents of a file written by :func:`save` or by MXNet). Returns a list,
+    or a dict when the data has names."""
+    from .. import _native
+
+    if not isinstance(buf, (bytes, bytearray, memoryview)):
+        raise TypeError(f"load_frombuffer: buf must be bytes, got {type(buf).__name__}")
+    return _named(*_native.nd_load_bytes(bytes(buf)))
+
+
+def _named(arrays, names):
     if names:
         return dict(zip(names, arrays))
     return list(arrays)

@@ -25,6 +25,14 @@ fn nd_save(
 #[pyfunction]
 fn nd_load(py: Python<'_>, path: String) -> PyResult<(Vec<Py<NDArray>>, Vec<String>)> {
     let items = py.detach(move || serialize::load(&path)).py_err()?;
+    split_named(py, items)
+}
+
+/// (arrays, names), names empty for a list file.
+fn split_named(
+    py: Python<'_>,
+    items: Vec<serialize::Named>,
+) -> PyResult<(Vec<Py<NDArray>>, Vec<String>)> {
     let mut arrays = Vec::with_capacity(items.len());
     let mut names = Vec::new();
     for (n, a) in items {
@@ -36,8 +44,19 @@ fn nd_load(py: Python<'_>, path: String) -> PyResult<(Vec<Py<NDArray>>, Vec<Stri
     Ok((arrays, names))
 }
 
+/// Load from bytes in the same format (`mx.nd.load_frombuffer`): (arrays,
+/// names) as [`nd_load`]; parsed without the GIL.
+#[pyfunction]
+fn nd_load_bytes(py: Python<'_>, data: Vec<u8>) -> PyResult<(Vec<Py<NDArray>>, Vec<String>)> {
+    let items = py
+        .detach(move || serialize::load_from_bytes(&data))
+        .py_err()?;
+    split_named(py, items)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(nd_save, m)?)?;
     m.add_function(wrap_pyfunction!(nd_load, m)?)?;
+    m.add_function(wrap_pyfunction!(nd_load_bytes, m)?)?;
     Ok(())
 }
