@@ -158,3 +158,16 @@ def test_positional_parameters_follow_mxnet_argument_order():
     # variadic operators take every positional argument as an input
     with pytest.raises(TypeError, match="by keyword"):
         mx.nd.stack(x, x, 1)
+
+
+def test_misspelt_keyword_is_refused_with_the_known_names():
+    x = mx.nd.ones((2, 2))
+    with pytest.raises(TypeError, match=r"sum: unknown argument\(s\) 'keepdim'; it takes axis, keepdims, exclude"):
+        mx.nd.sum(x, axis=1, keepdim=True)
+    with pytest.raises(TypeError, match="unknown argument"):
+        x.clip(a_min=0, a_max=1, amax=2)
+    # MXNet-only tuning knobs MXNet accepts are accepted (and have no effect here)
+    w = mx.nd.ones((3, 1, 1, 1))
+    y = mx.nd.Convolution(mx.nd.ones((1, 1, 2, 2)), w, kernel=(1, 1), num_filter=3, no_bias=True,
+                          workspace=512, cudnn_tune="off", cudnn_off=True)
+    assert y.shape == (1, 3, 2, 2)

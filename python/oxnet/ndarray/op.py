@@ -18,8 +18,11 @@ def _make(name):
     variadic = op.variadic
     from ._signatures import ARGS
 
-    # MXNet's argument order (inputs, then parameters) for positional calls
+    # MXNet's argument order (inputs, then parameters) for positional calls;
+    # also the names MXNet accepts, so a misspelt keyword raises instead of
+    # being ignored
     order = ARGS.get(name)
+    known = frozenset(order or ())
 
     def fn(*args, out=None, name=None, ctx=None, **kwargs):
         inputs = []
@@ -35,6 +38,14 @@ def _make(name):
                 inputs.extend(a)
             else:
                 rest.append(a)
+        if known:
+            unknown = [k for k in kwargs if k not in known and not (k.startswith("__") and k.endswith("__"))]
+            if unknown:
+                params = [a for a in order if a not in input_names]
+                raise TypeError(
+                    f"{op.name}: unknown argument(s) {', '.join(map(repr, unknown))}; "
+                    f"it takes {', '.join(params) if params else 'no parameters'}"
+                )
         if rest:
             _positional_params(op.name, order, input_names, len(args) - len(rest), rest, kwargs)
         if not variadic:
