@@ -334,3 +334,23 @@ def test_argmax_channel_and_linspace():
         np.testing.assert_array_equal(got.asnumpy(), want)
     with pytest.raises(ValueError, match="num"):
         mx.nd.linspace(0, 1, -1)
+
+
+def test_ravel_and_unravel_index():
+    rs = np.random.RandomState(2)
+    shape = (4, 5, 6)
+    flat = rs.randint(0, 120, size=(3, 7))
+    multi = np.array(np.unravel_index(flat, shape))
+    got = mx.nd.unravel_index(mx.nd.array(flat, dtype="int64"), shape=shape)
+    assert got.dtype == np.int64 and got.shape == (3, 3, 7)
+    np.testing.assert_array_equal(got.asnumpy(), multi)
+    back = mx.nd.ravel_multi_index(mx.nd.array(multi, dtype="int32"), shape=shape)
+    assert back.dtype == np.int32
+    np.testing.assert_array_equal(back.asnumpy(), flat)
+    # MXNet's arithmetic outside the range: no wrapping, truncating division
+    assert mx.nd.unravel_index(mx.nd.array([50, -1]), shape=(7, 6)).asnumpy().tolist() == [[8, 0], [2, -1]]
+    assert mx.nd.ravel_multi_index(mx.nd.array([[3, -1], [4, 5]]), shape=(7, 6)).asnumpy().tolist() == [22, -1]
+    with pytest.raises(ValueError, match="must start with len"):
+        mx.nd.ravel_multi_index(mx.nd.array([[1, 2]]), shape=(7, 6))
+    with pytest.raises(ValueError, match="positive ints"):
+        mx.nd.unravel_index(mx.nd.array([1]), shape=(0, 3))

@@ -36,10 +36,12 @@ from .ndarray import (  # noqa: F401
     multiply,
     not_equal,
     power,
+    ravel_multi_index,
     space_to_depth,
     split_v2,
     subtract,
     true_divide,
+    unravel_index,
 )
 from . import op  # noqa: F401
 from . import random  # noqa: F401

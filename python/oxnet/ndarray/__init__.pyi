@@ -156,6 +156,11 @@ def power(lhs: Any, rhs: Any) -> Any:
     """lhs ** rhs, element-wise with broadcasting (MXNet's ``mx.nd.power``)."""
 
 
+def ravel_multi_index(data: Any, shape: Any) -> Any:
+    """Flat indices of the multi-indices in ``data`` for an array of ``shape``
+    (MXNet's ``mx.nd.ravel_multi_index``, like ``numpy.ravel_multi_index``)."""
+
+
 def save(fname: Any, data: Any) -> Any:
     """Save a list of NDArrays or a dict of str -> NDArray to ``fname`` in
     MXNet's binary format (readable by MXNet's ``mx.nd.load``)."""
@@ -175,6 +180,14 @@ def subtract(lhs: Any, rhs: Any) -> Any:
 
 def true_divide(lhs: Any, rhs: Any) -> Any:
     """lhs / rhs, element-wise with broadcasting (MXNet's ``mx.nd.true_divide``)."""
+
+
+def unravel_index(data: Any, shape: Any) -> Any:
+    """Multi-indices of the flat indices in ``data`` for an array of ``shape``
+    (MXNet's ``mx.nd.unravel_index``). Each axis but the first takes the
+    remainder of a division truncated towards zero and the first takes what
+    is left, as MXNet computes it (so out-of-range values are not wrapped).
+    Returns an NDArray (len(shape), *data.shape) with ``data``'s dtype."""
 
 
 def waitall() -> Any:

@@ -307,6 +307,54 @@ def argmax_channel(data):
     return op.argmax(data, axis=-1)
 
 
+def _index_shape(name, shape):
+    shape = (shape,) if isinstance(shape, integer_types) else tuple(shape)
+    if not shape or any(not isinstance(d, integer_types) or d <= 0 for d in shape):
+        raise ValueError(f"{name}: shape must be a non-empty tuple of positive ints, got {shape!r}")
+    return tuple(int(d) for d in shape)
+
+
+def ravel_multi_index(data, shape):
+    """Flat indices of the multi-indices in ``data`` for an array of ``shape``
+    (MXNet's ``mx.nd.ravel_multi_index``, like ``numpy.ravel_multi_index``).
+
+    data : NDArray (len(shape), ...), one row per axis. Values are not
+    range-checked (MXNet's arithmetic: sum of index * stride).
+    Returns an NDArray of ``data.shape[1:]`` with ``data``'s dtype.
+    """
+    from . import op
+
+    shape = _index_shape("ravel_multi_index", shape)
+    if data.ndim < 1 or data.shape[0] != len(shape):
+        raise ValueError(f"ravel_multi_index: data shape {data.shape} must start with len(shape) = {len(shape)}")
+    strides = [int(np.prod(shape[i + 1:])) for i in range(len(shape))]
+    w = array(np.array(strides, np.float64).reshape((-1,) + (1,) * (data.ndim - 1)), ctx=data.context,
+              dtype="float64")
+    flat = op.sum(op.broadcast_mul(data.astype("float64"), w), axis=0)
+    return flat.astype(data._dtype_name)
+
+
+def unravel_index(data, shape):
+    """Multi-indices of the flat indices in ``data`` for an array of ``shape``
+    (MXNet's ``mx.nd.unravel_index``). Each axis but the first takes the
+    remainder of a division truncated towards zero and the first takes what
+    is left, as MXNet computes it (so out-of-range values are not wrapped).
+    Returns an NDArray (len(shape), *data.shape) with ``data``'s dtype.
+    """
+    from . import op
+
+    shape = _index_shape("unravel_index", shape)
+    x = data.astype("float64")
+    coords = []
+    for d in reversed(shape[1:]):
+        q = op.fix(x / d)
+        coords.append(x - q * d)
+        x = q
+    coords.append(x)
+    # + 0.0 turns the -0.0 that truncating a small negative quotient gives into 0.0
+    return (op.stack(*reversed(coords), axis=0) + 0.0).astype(data._dtype_name)
+
+
 def linspace(start, stop, num, endpoint=True, ctx=None, dtype="float32"):
     """``num`` evenly spaced numbers from ``start`` to ``stop`` (included when
     ``endpoint``), computed in float64 and cast to ``dtype`` as MXNet does.
