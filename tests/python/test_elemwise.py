@@ -336,3 +336,24 @@ def test_rint_ties_go_down_as_in_mxnet():
     for dtype in ("float32", "float64", "float16"):
         x = mx.nd.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, -2.1, -1.9, 1.9, 2.1], dtype=dtype)
         assert mx.nd.rint(x).asnumpy().tolist() == [-3, -2, -1, 0, 1, 2, -2, -2, 2, 2], dtype
+
+
+def test_erfinv_inverts_erf_and_edges():
+    from test_registry_table import _erfinv
+
+    x = np.array([-0.999999, -0.9, -0.3, 0.0, 1e-8, 0.5, 0.99, 0.9999999], np.float64)
+    # near +-1 the inverse is ill-conditioned: an ulp of x moves erfinv by ~1e-10
+    for dtype, tol in (("float64", 1e-9), ("float32", 2e-6)):
+        got = mx.nd.erfinv(mx.nd.array(x, dtype=dtype)).asnumpy()
+        np.testing.assert_allclose(got, _erfinv(x.astype(dtype)), rtol=tol, atol=tol, err_msg=dtype)
+    edge = mx.nd.erfinv(mx.nd.array([1.0, -1.0, 1.5, np.nan])).asnumpy()
+    assert edge[0] == np.inf and edge[1] == -np.inf and np.isnan(edge[2]) and np.isnan(edge[3])
+
+
+def test_erf_of_exact_zero_returns():
+    # erf's series never met its stop test at exactly 0: the kernel spun forever
+    # (GELU of an exact 0 too)
+    z = mx.nd.erf(mx.nd.array([0.0, -0.0, 0.25])).asnumpy()
+    assert z[0] == 0 and z[1] == 0 and np.signbit(z[1]) and abs(z[2] - 0.2763263901682369) < 1e-7
+    g = mx.nd.LeakyReLU(mx.nd.array([0.0, 1.0]), act_type="gelu").asnumpy()
+    assert g[0] == 0 and abs(g[1] - 0.8413447) < 1e-6

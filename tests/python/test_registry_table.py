@@ -95,6 +95,17 @@ def call(name, ins, params):
 _erf = np.vectorize(math.erf)
 
 
+def _erfinv(x):
+    """Reference inverse erf: bisection on math.erf in float64 (slow, exact enough)."""
+    x = np.asarray(x, np.float64)
+    lo, hi = np.full(x.shape, -6.0), np.full(x.shape, 6.0)
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        below = _erf(mid) < x
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    return (lo + hi) / 2
+
+
 def _softmax(x, axis=-1, temperature=None):
     x = x / (temperature or 1.0)
     e = np.exp(x - x.max(axis=axis, keepdims=True))
@@ -210,6 +221,7 @@ _UNARY = {
     "cosh": (np.cosh, -2, 2, True),
     "degrees": (np.degrees, -2, 2, True),
     "erf": (_erf, -2, 2, True),
+    "erfinv": (_erfinv, -0.9, 0.9, True),
     "exp": (np.exp, -2, 2, True),
     "expm1": (np.expm1, -2, 2, True),
     "fix": (np.trunc, -2, 2, True),

@@ -555,6 +555,10 @@ def erf(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **k
     """Element-wise Gauss error function."""
 
 
+def erfinv(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Element-wise inverse Gauss error function (NaN outside [-1, 1], +-inf at +-1)."""
+
+
 def exp(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Element-wise e**x."""
 

@@ -78,12 +78,15 @@ pub(crate) fn erf64(x: f64) -> f64 {
     // continued behaviour is overkill here; use a high-precision series /
     // asymptotic split (max abs error ~1e-15).
     let t = x.abs();
+    if t == 0.0 {
+        return x; // erf(+-0) = +-0 (the series below would never meet its stop test)
+    }
     let r = if t < 2.5 {
-        // Maclaurin series
+        // Maclaurin series; at t < 2.5 its terms fall below 1e-17 of the
+        // sum within ~60 steps, and the bound keeps any input from spinning
         let (mut sum, mut term, x2) = (t, t, t * t);
-        let mut n = 0.0;
-        loop {
-            n += 1.0;
+        for n in 1..200 {
+            let n = n as f64;
             term *= -x2 / n;
             let add = term / (2.0 * n + 1.0);
             sum += add;
@@ -109,16 +112,77 @@ pub(crate) fn erf64(x: f64) -> f64 {
 
 trait Erf {
     fn erf_(self) -> Self;
+    fn erfinv_(self) -> Self;
 }
 impl Erf for f32 {
     fn erf_(self) -> f32 {
         erf64(self as f64) as f32
+    }
+    fn erfinv_(self) -> f32 {
+        erfinv64(self as f64) as f32
     }
 }
 impl Erf for f64 {
     fn erf_(self) -> f64 {
         erf64(self)
     }
+    fn erfinv_(self) -> f64 {
+        erfinv64(self)
+    }
+}
+
+/// Inverse error function: Giles' single-precision approximation (2010,
+/// polynomials in w = -ln(1 - x^2)) as the start, then Newton steps on
+/// erf(y) = x in float64. NaN outside [-1, 1], +-inf at +-1.
+pub(crate) fn erfinv64(x: f64) -> f64 {
+    if x.is_nan() || x.abs() > 1.0 {
+        return f64::NAN;
+    }
+    if x.abs() == 1.0 {
+        return x * f64::INFINITY;
+    }
+    let w = -((1.0 - x) * (1.0 + x)).ln();
+    let p = if w < 5.0 {
+        let w = w - 2.5;
+        [
+            2.810_226_36e-08,
+            3.432_739_39e-07,
+            -3.523_387_7e-06,
+            -4.391_506_54e-06,
+            0.000_218_580_87,
+            -0.001_253_725_03,
+            -0.004_177_681_64,
+            0.246_640_727,
+            1.501_409_41,
+        ]
+        .iter()
+        .fold(0.0, |p, c| c + p * w)
+    } else {
+        let w = w.sqrt() - 3.0;
+        [
+            -0.000_200_214_257,
+            0.000_100_950_558,
+            0.001_349_343_22,
+            -0.003_673_428_44,
+            0.005_739_507_73,
+            -0.007_622_461_3,
+            0.009_438_870_47,
+            1.001_674_06,
+            2.832_976_82,
+        ]
+        .iter()
+        .fold(0.0, |p, c| c + p * w)
+    };
+    let mut y = p * x;
+    // d erf / dy = 2 / sqrt(pi) * exp(-y^2)
+    for _ in 0..3 {
+        let d = 2.0 / std::f64::consts::PI.sqrt() * (-y * y).exp();
+        if d == 0.0 {
+            break;
+        }
+        y -= (erf64(y) - x) / d;
+    }
+    y
 }
 
 /// e^x in float32 without libm: Cody-Waite reduction x = n ln2 + r,
@@ -232,6 +296,7 @@ unary_fn!(Trunc, x => x.trunc());
 unary_fn!(Degrees, x => x.to_degrees());
 unary_fn!(Radians, x => x.to_radians());
 unary_fn!(Erf_, x => x.erf_());
+unary_fn!(ErfInv, x => x.erfinv_());
 unary_fn!(LogicalNot, x => if x == 0.0 { 1.0 } else { 0.0 });
 unary_fn!(Identity, x => x);
 
@@ -635,6 +700,20 @@ unary_op!(
         let t = g_un(b, "negative", t)?;
         let t = g_un(b, "exp", t)?;
         let t = g_sc(b, "_mul_scalar", t, 2.0 / std::f64::consts::PI.sqrt())?;
+        Ok(vec![Some(g_mul(b, g[0], t)?)])
+    })
+);
+unary_op!(
+    ERFINV,
+    "erfinv",
+    [],
+    ErfInv,
+    "Element-wise inverse Gauss error function (NaN outside [-1, 1], +-inf at +-1).",
+    Some(|_, b, _, y, g| {
+        // d/dx erfinv(x) = sqrt(pi) / 2 * exp(erfinv(x)^2)
+        let t = g_un(b, "square", y[0])?;
+        let t = g_un(b, "exp", t)?;
+        let t = g_sc(b, "_mul_scalar", t, std::f64::consts::PI.sqrt() / 2.0)?;
         Ok(vec![Some(g_mul(b, g[0], t)?)])
     })
 );
@@ -2142,6 +2221,7 @@ pub static OPS: &[&OpDef] = &[
     &DEGREES,
     &RADIANS,
     &ERF,
+    &ERFINV,
     &SIGN,
     &FLOOR,
     &CEIL,
