@@ -294,9 +294,7 @@ def moments(data, axes=None, keepdims=False):
 
     mean = op.mean(data, axis=axes, keepdims=True)
     var = op.mean(op.square(data - mean), axis=axes, keepdims=keepdims)
-    if not keepdims:
-        mean = op.mean(data, axis=axes)
-    return [mean, var]
+    return [mean if keepdims else op.squeeze(mean, axis=axes), var]
 
 
 def argmax_channel(data):

@@ -214,21 +214,16 @@ mod imp {
         // nc / NR places kc * 64 bytes apart, a new page for each)
         const PB: usize = 8;
         let mut p = 0;
-        while p + PB <= kc {
-            let src: [*const f32; PB] = std::array::from_fn(|q| row(p + q));
+        while p < kc {
+            let pb = PB.min(kc - p);
+            let src: [*const f32; PB] = std::array::from_fn(|q| row(p + q.min(pb - 1)));
             for c in 0..full {
                 let d = o.add(c * NR * kc + p * NR);
-                for (q, s) in src.iter().enumerate() {
+                for (q, s) in src[..pb].iter().enumerate() {
                     std::ptr::copy_nonoverlapping(s.add(c * NR), d.add(q * NR), NR);
                 }
             }
-            p += PB;
-        }
-        for p in p..kc {
-            let src = row(p);
-            for c in 0..full {
-                std::ptr::copy_nonoverlapping(src.add(c * NR), o.add(c * NR * kc + p * NR), NR);
-            }
+            p += pb;
         }
         if tail > 0 {
             for p in 0..kc {
