@@ -861,6 +861,54 @@ def _canonical_names():
     return {_native.get_op(n).name for n in _native.op_names()}
 
 
+# Remaining neural-network operators (feat-nn): im2col / col2im, spatial
+# transformer family, ROIPooling, CTCLoss, Correlation, SVMOutput.
+def _im2col(x, kernel, stride=None, dilate=None, pad=None):
+    nd_ = len(kernel)
+    stride, dilate, pad = stride or (1,) * nd_, dilate or (1,) * nd_, pad or (0,) * nd_
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(p, p) for p in pad])
+    outs = [(xp.shape[2 + d] - dilate[d] * (kernel[d] - 1) - 1) // stride[d] + 1 for d in range(nd_)]
+    cols = []
+    for off in np.ndindex(*kernel):
+        sl = tuple(slice(off[d] * dilate[d], off[d] * dilate[d] + (outs[d] - 1) * stride[d] + 1, stride[d])
+                   for d in range(nd_))
+        cols.append(xp[(slice(None), slice(None)) + sl].reshape(x.shape[0], x.shape[1], -1))
+    # rows ordered (channel, kernel offset)
+    return np.stack(cols, axis=2).reshape(x.shape[0], -1, int(np.prod(outs)))
+
+
+def _col2im(c, output_size, kernel, stride=None, dilate=None, pad=None):
+    """The adjoint of _im2col, by its matrix: sum of columns into the image."""
+    kk = int(np.prod(kernel))
+    shape = (c.shape[0], c.shape[1] // kk) + tuple(output_size)
+    out = np.zeros(shape)
+    base = np.arange(int(np.prod(shape[1:]))).reshape((1,) + shape[1:]).astype(np.float64) + 1
+    idx = _im2col(base, kernel, stride, dilate, pad)[0].astype(int) - 1  # -1 marks padding
+    for n in range(shape[0]):
+        flat = out[n].reshape(-1)
+        ok = idx >= 0
+        np.add.at(flat, idx[ok], c[n][ok])
+    return out
+
+
+TABLE.update({
+    "im2col": [
+        ref([U(2, 3, 5, 6)], lambda x, **k: _im2col(x, **k),
+            {"kernel": (2, 3), "stride": (2, 1), "dilate": (1, 2), "pad": (1, 1)}, id="2d"),
+        ref([U(2, 2, 7)], lambda x, **k: _im2col(x, **k), {"kernel": (3,), "pad": (1,)}, id="1d"),
+        ref([U(1, 2, 4, 3, 5)], lambda x, **k: _im2col(x, **k), {"kernel": (2, 2, 3), "stride": (1, 2, 1)},
+            id="3d"),
+    ],
+    "col2im": [
+        ref([U(2, 18, 12)], lambda c, **k: _col2im(c, **k),
+            {"output_size": (5, 6), "kernel": (2, 3), "stride": (2, 1), "dilate": (1, 2), "pad": (1, 1)}, id="2d"),
+        ref([U(1, 6, 5)], lambda c, **k: _col2im(c, **k), {"output_size": (7,), "kernel": (3,), "stride": (1,)},
+            id="1d"),
+    ],
+    "_backward_im2col": [via("im2col")],
+})
+
+
 def test_aliases_resolve_to_entries():
     """Every registered name (aliases included) reaches a table entry, and
     the public ones are callable as mx.nd functions."""

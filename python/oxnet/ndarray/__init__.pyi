@@ -507,6 +507,10 @@ def clip(data: Any = ..., a_min: Any = ..., a_max: Any = ..., *, out: Any = ...,
     """Clip values to [a_min, a_max]."""
 
 
+def col2im(data: Any = ..., output_size: Any = ..., kernel: Any = ..., stride: Any = ..., dilate: Any = ..., pad: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Accumulate (sum) columns data (N, C * prod(kernel), L) back into an image (N, C, *output_size), the inverse layout of im2col with the same kernel, stride, dilate and pad; overlapping blocks add up, so col2im is the gradient of im2col and vice versa."""
+
+
 def concat(*data: Any, out: Any = ..., name: Any = ..., **kwargs: Any) -> Any:
     """Join num_args arrays along dimension `dim` (default 1)."""
 
@@ -597,6 +601,10 @@ def gather_nd(data: Any = ..., indices: Any = ..., *, out: Any = ..., name: Any 
 
 def identity(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Copy of the input."""
+
+
+def im2col(data: Any = ..., kernel: Any = ..., stride: Any = ..., dilate: Any = ..., pad: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Extract sliding blocks from data (N, C, *spatial) with 1, 2 or 3 spatial axes into columns (N, C * prod(kernel), L), where L is the number of block positions (the spatial size of a convolution's output with the same kernel, stride, dilate and pad). Row index = (channel, kernel offset), column index = block position; padding reads as zero. Gradient: col2im."""
 
 
 def log(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:

@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 
 pub mod act;
 pub mod conv;
+pub mod im2col;
 pub mod misc;
 pub mod pool;
 pub mod winograd;
@@ -40,6 +41,9 @@ pub static OPS: &[&OpDef] = &[
     &misc::BACKWARD_PAD,
     &misc::CROP,
     &misc::BACKWARD_CROP,
+    &im2col::IM2COL,
+    &im2col::BACKWARD_IM2COL,
+    &im2col::COL2IM,
 ];
 
 /// The forward call's attributes, to pass to its backward operator.
