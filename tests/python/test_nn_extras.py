@@ -51,3 +51,58 @@ def test_im2col_errors():
     _raises(lambda: mx.nd.col2im(y, output_size=(4, 5), kernel=(2, 2)), "col2im", "blocks")
     _raises(lambda: mx.nd.col2im(y, kernel=(2, 2)), "col2im", "output_size")
     _raises(lambda: mx.nd.col2im(mx.nd.zeros((2, 7, 12)), output_size=(4, 5), kernel=(2, 2)), "col2im", "(2, 7, 12)")
+
+
+# -- GridGenerator / BilinearSampler / SpatialTransformer ----------------------
+
+_IMG = [[[[1, 4, 3, 6], [1, 8, 8, 9], [0, 4, 1, 5], [1, 0, 1, 3]]]]
+
+
+def test_bilinear_sampler_docs_examples_match_mxnet():
+    data = mx.nd.array(_IMG)
+    # zoom out two times: MXNet 1.9.1 gives zeros on the border (out-of-range samples)
+    grid = mx.nd.GridGenerator(mx.nd.array([[2, 0, 0, 0, 2, 0]]), transform_type="affine", target_shape=(4, 4))
+    out = mx.nd.BilinearSampler(data, grid).asnumpy()[0, 0]
+    want = [[0, 0, 0, 0], [0, 3.5, 6.5, 0], [0, 1.25, 2.5, 0], [0, 0, 0, 0]]
+    np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-6)
+    # shift left by one pixel through a warp flow
+    flow = np.zeros((1, 2, 4, 4))
+    flow[0, 0] = 1
+    out = mx.nd.BilinearSampler(data, mx.nd.GridGenerator(mx.nd.array(flow), transform_type="warp"))
+    np.testing.assert_allclose(out.asnumpy()[0, 0], [[4, 3, 6, 0], [8, 8, 9, 0], [4, 1, 5, 0], [0, 1, 3, 0]],
+                               atol=1e-5)
+
+
+def test_spatial_transformer_matches_mxnet():
+    out = mx.nd.SpatialTransformer(mx.nd.array(_IMG), mx.nd.array([[0.5, 0.1, 0.2, -0.3, 0.7, 0.1]]),
+                                   target_shape=(2, 3), transform_type="affine", sampler_type="bilinear")
+    want = [[7.115, 6.14, 4.83], [0.17, 1.01, 3.45]]  # MXNet 1.9.1
+    np.testing.assert_allclose(out.asnumpy()[0, 0], want, rtol=1e-5, atol=1e-5)
+
+
+def test_grid_generator_size_one_axis_gives_nan_like_mxnet():
+    # MXNet divides by (size - 1): NaN grid for a target axis of size 1
+    g = mx.nd.GridGenerator(mx.nd.array([[1, 0, 0, 0, 1, 0]]), transform_type="affine", target_shape=(1, 3))
+    assert np.isnan(g.asnumpy()).all()
+
+
+def test_spatial_errors():
+    data = mx.nd.array(_IMG)
+    _raises(lambda: mx.nd.BilinearSampler(data, mx.nd.zeros((1, 3, 2, 2))), "BilinearSampler", "(1, 3, 2, 2)")
+    _raises(lambda: mx.nd.BilinearSampler(data, mx.nd.zeros((2, 2, 2, 2))), "BilinearSampler", "N = 1")
+    _raises(lambda: mx.nd.GridGenerator(mx.nd.zeros((1, 6)), transform_type="affine"), "GridGenerator",
+            "target_shape")
+    _raises(lambda: mx.nd.GridGenerator(mx.nd.zeros((1, 5)), transform_type="affine", target_shape=(2, 2)),
+            "GridGenerator", "(1, 5)")
+    _raises(lambda: mx.nd.GridGenerator(mx.nd.zeros((1, 6)), target_shape=(2, 2)), "transform_type")
+    _raises(lambda: mx.nd.GridGenerator(mx.nd.zeros((1, 3, 2, 2)), transform_type="warp"), "GridGenerator",
+            "(1, 3, 2, 2)")
+    _raises(lambda: mx.nd.SpatialTransformer(data, mx.nd.zeros((1, 6)), transform_type="affine",
+                                             sampler_type="bilinear"), "SpatialTransformer", "target_shape")
+    _raises(lambda: mx.nd.SpatialTransformer(data, mx.nd.zeros((1, 6)), target_shape=(2, 2), transform_type="warp",
+                                             sampler_type="bilinear"), "SpatialTransformer", "transform_type")
+    _raises(lambda: mx.nd.SpatialTransformer(data, mx.nd.zeros((2, 6)), target_shape=(2, 2),
+                                             transform_type="affine", sampler_type="bilinear"),
+            "SpatialTransformer", "loc")
+    # cudnn_off is accepted
+    mx.nd.BilinearSampler(data, mx.nd.zeros((1, 2, 2, 2)), cudnn_off=True).wait_to_read()

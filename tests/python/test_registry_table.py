@@ -909,6 +909,55 @@ TABLE.update({
 })
 
 
+def _affine_grid(theta, target_shape):
+    h, w = target_shape
+    ys, xs = np.meshgrid(np.linspace(-1, 1, h), np.linspace(-1, 1, w), indexing="ij")
+    dst = np.stack([xs.ravel(), ys.ravel(), np.ones(h * w)])  # (3, h*w)
+    return (theta.reshape(-1, 2, 3) @ dst).reshape(-1, 2, h, w)
+
+
+def _warp_grid(flow):
+    _, _, h, w = flow.shape
+    ys, xs = np.meshgrid(np.arange(h), np.arange(w), indexing="ij")
+    return np.stack([(flow[:, 0] + xs) / ((w - 1) / 2) - 1, (flow[:, 1] + ys) / ((h - 1) / 2) - 1], axis=1)
+
+
+def _bilinear_sample(x, grid):
+    n, c, h, w = x.shape
+    out = np.zeros((n, c) + grid.shape[2:])
+    xr = (grid[:, 0] + 1) * (w - 1) / 2
+    yr = (grid[:, 1] + 1) * (h - 1) / 2
+    x0, y0 = np.floor(xr).astype(int), np.floor(yr).astype(int)
+    for dy in (0, 1):
+        for dx in (0, 1):
+            xi, yi = x0 + dx, y0 + dy
+            wt = (1 - np.abs(xr - xi)) * (1 - np.abs(yr - yi))
+            ok = (xi >= 0) & (xi < w) & (yi >= 0) & (yi < h)  # outside: contributes zero
+            for b in range(n):
+                v = x[b][:, np.clip(yi[b], 0, h - 1), np.clip(xi[b], 0, w - 1)]
+                out[b] += np.where(ok[b], wt[b] * v, 0)
+    return out
+
+
+_THETA = A([[0.83, 0.17, 0.07, -0.11, 1.07, -0.03], [1.21, -0.27, 0.13, 0.23, 0.74, 0.09]])
+
+TABLE.update({
+    "GridGenerator": [
+        ref([_THETA], lambda t, **k: _affine_grid(t, (3, 4)), {"transform_type": "affine", "target_shape": (3, 4)},
+            id="affine"),
+        ref([U(2, 2, 3, 4)], lambda f, **k: _warp_grid(f), {"transform_type": "warp"}, id="warp"),
+    ],
+    # grid points in [-1.2, 1.2): some corners fall outside the image
+    "BilinearSampler": [ref([U(2, 3, 4, 5), U(2, 2, 3, 4, lo=-1.2, hi=1.2)], lambda x, g: _bilinear_sample(x, g))],
+    "SpatialTransformer": [
+        ref([U(2, 2, 5, 6), _THETA], lambda x, t, **k: _bilinear_sample(x, _affine_grid(t, (3, 4))),
+            {"target_shape": (3, 4), "transform_type": "affine", "sampler_type": "bilinear"}),
+    ],
+    "_backward_GridGenerator": [via("GridGenerator")],
+    "_backward_BilinearSampler": [via("BilinearSampler")],
+})
+
+
 def test_aliases_resolve_to_entries():
     """Every registered name (aliases included) reaches a table entry, and
     the public ones are callable as mx.nd functions."""

@@ -207,6 +207,10 @@ def BatchNorm(data: Any = ..., gamma: Any = ..., beta: Any = ..., moving_mean: A
     """Batch normalisation over all axes but `axis`: (x - mean) / sqrt(var + eps) * gamma + beta. In training (autograd.record) the batch statistics are used and moving_mean/moving_var are updated in place (moving = moving * momentum + batch * (1 - momentum)); otherwise the moving statistics are used. fix_gamma treats gamma as 1. output_mean_var also returns the mean and the inverse standard deviation."""
 
 
+def BilinearSampler(data: Any = ..., grid: Any = ..., cudnn_off: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Bilinear sampling of data (N, C, H, W) at the points of grid (N, 2, H', W'), whose channels hold x and y normalised to [-1, 1] (x = -1 is the first column, +1 the last): output (N, C, H', W'). Each of the four neighbouring pixels outside the image contributes zero. Gradients for data and grid. cudnn_off is accepted and ignored (CPU)."""
+
+
 def BlockGrad(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Identity that stops gradients flowing to its input."""
 
@@ -249,6 +253,10 @@ def Flatten(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ...,
 
 def FullyConnected(data: Any = ..., weight: Any = ..., bias: Any = ..., num_hidden: Any = ..., no_bias: Any = ..., flatten: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """out = data . weight^T + bias. data is flattened to (batch, features) when flatten=True; otherwise the product runs over the last axis."""
+
+
+def GridGenerator(data: Any = ..., transform_type: Any = ..., target_shape: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Generate a 2-D sampling grid (batch, 2, H, W) for BilinearSampler, channel 0 holding x and channel 1 y, normalised to [-1, 1]. transform_type='affine': data (batch, 6) is a 2x3 matrix per sample applied to the target grid of size target_shape (H, W); 'warp': data (batch, 2, H, W) is an optical flow in pixels added to each pixel's position (target_shape is ignored)."""
 
 
 def GroupNorm(data: Any = ..., gamma: Any = ..., beta: Any = ..., num_groups: Any = ..., eps: Any = ..., output_mean_var: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
@@ -329,6 +337,10 @@ def SoftmaxActivation(data: Any = ..., mode: Any = ..., *, out: Any = ..., name:
 
 def SoftmaxOutput(data: Any = ..., label: Any = ..., grad_scale: Any = ..., ignore_label: Any = ..., multi_output: Any = ..., use_ignore: Any = ..., preserve_shape: Any = ..., normalization: Any = ..., out_grad: Any = ..., smooth_alpha: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Softmax of data (over all but the first axis; axis 1 with multi_output; the last axis with preserve_shape) as a loss head: its gradient is (softmax - one_hot(label)) * grad_scale / normalisation, ignoring the head gradient (unless out_grad). use_ignore zeroes the gradient where label == ignore_label."""
+
+
+def SpatialTransformer(data: Any = ..., loc: Any = ..., target_shape: Any = ..., transform_type: Any = ..., sampler_type: Any = ..., cudnn_off: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Spatial transformer: sample data (N, C, H, W) bilinearly on the affine grid of size target_shape (H', W') given by loc (N, 6), a 2x3 matrix per sample acting on normalised target coordinates: GridGenerator(loc, 'affine') followed by BilinearSampler. transform_type must be 'affine' and sampler_type 'bilinear'; output (N, C, H', W'); gradients for data and loc."""
 
 
 def SwapAxis(data: Any = ..., dim1: Any = ..., dim2: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:

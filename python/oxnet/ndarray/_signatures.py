@@ -5,6 +5,7 @@ do not edit."""
 ARGS = {
     'Activation': ('data', 'act_type'),
     'BatchNorm': ('data', 'gamma', 'beta', 'moving_mean', 'moving_var', 'eps', 'momentum', 'fix_gamma', 'use_global_stats', 'output_mean_var', 'axis', 'cudnn_off', 'min_calib_range', 'max_calib_range'),
+    'BilinearSampler': ('data', 'grid', 'cudnn_off'),
     'BlockGrad': ('data',),
     'Cast': ('data', 'dtype'),
     'Convolution': ('data', 'weight', 'bias', 'kernel', 'stride', 'dilate', 'pad', 'num_filter', 'num_group', 'workspace', 'no_bias', 'cudnn_tune', 'cudnn_off', 'layout'),
@@ -13,6 +14,7 @@ ARGS = {
     'Embedding': ('data', 'weight', 'input_dim', 'output_dim', 'dtype', 'sparse_grad'),
     'Flatten': ('data',),
     'FullyConnected': ('data', 'weight', 'bias', 'num_hidden', 'no_bias', 'flatten'),
+    'GridGenerator': ('data', 'transform_type', 'target_shape'),
     'GroupNorm': ('data', 'gamma', 'beta', 'num_groups', 'eps', 'output_mean_var'),
     'InstanceNorm': ('data', 'gamma', 'beta', 'eps'),
     'L2Normalization': ('data', 'eps', 'mode'),
@@ -33,6 +35,7 @@ ARGS = {
     'Softmax': ('data', 'label', 'grad_scale', 'ignore_label', 'multi_output', 'use_ignore', 'preserve_shape', 'normalization', 'out_grad', 'smooth_alpha'),
     'SoftmaxActivation': ('data', 'mode'),
     'SoftmaxOutput': ('data', 'label', 'grad_scale', 'ignore_label', 'multi_output', 'use_ignore', 'preserve_shape', 'normalization', 'out_grad', 'smooth_alpha'),
+    'SpatialTransformer': ('data', 'loc', 'target_shape', 'transform_type', 'sampler_type', 'cudnn_off'),
     'SwapAxis': ('data', 'dim1', 'dim2'),
     'abs': ('data',),
     'adam_update': ('weight', 'grad', 'mean', 'var', 'lr', 'beta1', 'beta2', 'epsilon', 'wd', 'rescale_grad', 'clip_gradient', 'lazy_update'),

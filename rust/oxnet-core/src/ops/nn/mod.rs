@@ -14,6 +14,7 @@ pub mod conv;
 pub mod im2col;
 pub mod misc;
 pub mod pool;
+pub mod spatial;
 pub mod winograd;
 
 pub static OPS: &[&OpDef] = &[
@@ -44,6 +45,11 @@ pub static OPS: &[&OpDef] = &[
     &im2col::IM2COL,
     &im2col::BACKWARD_IM2COL,
     &im2col::COL2IM,
+    &spatial::GRID_GENERATOR,
+    &spatial::BACKWARD_GRID_GENERATOR,
+    &spatial::BILINEAR_SAMPLER,
+    &spatial::BACKWARD_BILINEAR_SAMPLER,
+    &spatial::SPATIAL_TRANSFORMER,
 ];
 
 /// The forward call's attributes, to pass to its backward operator.
