@@ -106,3 +106,53 @@ def test_spatial_errors():
             "SpatialTransformer", "loc")
     # cudnn_off is accepted
     mx.nd.BilinearSampler(data, mx.nd.zeros((1, 2, 2, 2)), cudnn_off=True).wait_to_read()
+
+
+# -- ROIPooling -------------------------------------------------------------------
+
+def test_roi_pooling_matches_mxnet():
+    x = mx.nd.array(np.arange(48).reshape(1, 1, 8, 6))
+    y = mx.nd.array([[0, 0, 0, 4, 4]])
+    # MXNet's documented example
+    np.testing.assert_array_equal(mx.nd.ROIPooling(x, y, (2, 2), 1.0).asnumpy()[0, 0], [[14, 16], [26, 28]])
+    np.testing.assert_array_equal(mx.nd.ROIPooling(x, y, (2, 2), 0.7).asnumpy()[0, 0], [[7, 9], [19, 21]])
+    # rounding of roi coordinates (half away from zero), empty bins, rois outside: MXNet 1.9.1 values
+    x = mx.nd.array(np.arange(48).reshape(1, 1, 8, 6) - 20)
+    r = mx.nd.array([[0, 0, 0, 4, 4], [0, -3, -2, 1.5, 2.5], [0, 5, 7, 9, 9], [0, 2.5, 0.5, 2.5, 0.5],
+                     [0, 7, 9, 12, 12]])
+    want = [[[-12, -10], [0, 2], [6, 8]], [[0, 0], [0, -12], [0, 0]], [[27, 0], [0, 0], [0, 0]],
+            [[-11, -11], [-11, -11], [-11, -11]], [[0, 0], [0, 0], [0, 0]]]
+    np.testing.assert_array_equal(mx.nd.ROIPooling(x, r, pooled_size=(3, 2), spatial_scale=1.0).asnumpy()[:, 0], want)
+    a = x.copy()
+    a.attach_grad()
+    with mx.autograd.record():
+        out = mx.nd.ROIPooling(a, r, pooled_size=(3, 2), spatial_scale=1.0)
+    out.backward(mx.nd.ones(out.shape))
+    g = np.zeros((8, 6))
+    g[1, 2:5] = [2, 6, 1]
+    g[3, 2], g[3, 4], g[4, 2], g[4, 4], g[7, 5] = 2, 1, 1, 1, 1
+    np.testing.assert_array_equal(a.grad.asnumpy()[0, 0], g)
+
+
+def test_roi_pooling_rois_get_no_gradient():
+    x, r = mx.nd.ones((1, 1, 4, 4)), mx.nd.array([[0, 0, 0, 2, 2]])
+    r.attach_grad()
+    with mx.autograd.record():
+        out = mx.nd.ROIPooling(x, r, pooled_size=(2, 2), spatial_scale=1.0)
+    out.backward()
+    assert (r.grad.asnumpy() == 0).all()
+
+
+def test_roi_pooling_errors():
+    x = mx.nd.zeros((1, 2, 4, 4))
+    _raises(lambda: mx.nd.ROIPooling(x, mx.nd.zeros((2, 4)), pooled_size=(2, 2), spatial_scale=1.0), "ROIPooling",
+            "rois", "(2, 4)")
+    _raises(lambda: mx.nd.ROIPooling(x, mx.nd.zeros((2, 5)), pooled_size=(2, 2)), "ROIPooling", "spatial_scale")
+    _raises(lambda: mx.nd.ROIPooling(x, mx.nd.zeros((2, 5)), pooled_size=(0, 2), spatial_scale=1.0), "pooled_size")
+    _raises(lambda: mx.nd.ROIPooling(x, mx.nd.zeros((2, 5)), pooled_size=(2, 2), spatial_scale=-1.0),
+            "spatial_scale")
+    _raises(lambda: mx.nd.ROIPooling(mx.nd.zeros((2, 4)), mx.nd.zeros((2, 5)), pooled_size=(2, 2),
+                                     spatial_scale=1.0), "data", "(2, 4)")
+    # a batch index outside the data raises at the wait, naming the roi
+    _raises(lambda: mx.nd.ROIPooling(x, mx.nd.array([[3, 0, 0, 1, 1]]), pooled_size=(2, 2), spatial_scale=1.0),
+            "ROIPooling", "batch_index")

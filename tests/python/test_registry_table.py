@@ -958,6 +958,40 @@ TABLE.update({
 })
 
 
+def _roi_pool(x, rois, pooled_size, spatial_scale):
+    n, c, h, w = x.shape
+    ph, pw = pooled_size
+    out = np.zeros((len(rois), c, ph, pw))
+    for r, roi in enumerate(rois):
+        b = int(roi[0])
+        sw, sh, ew, eh = [int(_round_away(v * spatial_scale)) for v in roi[1:]]
+        rh, rw = max(eh - sh + 1, 1), max(ew - sw + 1, 1)
+        for i in range(ph):
+            hs = min(max(int(np.floor(i * rh / ph)) + sh, 0), h)
+            he = min(max(int(np.ceil((i + 1) * rh / ph)) + sh, 0), h)
+            for j in range(pw):
+                ws = min(max(int(np.floor(j * rw / pw)) + sw, 0), w)
+                we = min(max(int(np.ceil((j + 1) * rw / pw)) + sw, 0), w)
+                if he > hs and we > ws:
+                    out[r, :, i, j] = x[b, :, hs:he, ws:we].max(axis=(1, 2))
+    return out
+
+
+TABLE.update({
+    # rois: inside, partly outside (empty bins give 0), rounding of halves, one pixel, fully outside
+    "ROIPooling": [
+        ref([U(2, 3, 6, 5), A([[0, 0, 0, 4, 4], [1, -3, -2, 1.5, 2.5], [1, 2.5, 0.5, 2.5, 0.5],
+                               [0, 1.2, 2.7, 13.1, 16.9], [0, 7, 9, 12, 12]])],
+            lambda x, r, **k: _roi_pool(x, r, **k), {"pooled_size": (3, 2), "spatial_scale": 1.0}, wrt=[0],
+            id="scale1"),
+        ref([U(1, 2, 7, 8), A([[0, 1, 1, 9, 13], [0, 3, 0, 15, 7]])],
+            lambda x, r, **k: _roi_pool(x, r, **k), {"pooled_size": (2, 3), "spatial_scale": 0.5}, wrt=[0],
+            id="scale_half"),
+    ],
+    "_backward_ROIPooling": [via("ROIPooling")],
+})
+
+
 def test_aliases_resolve_to_entries():
     """Every registered name (aliases included) reaches a table entry, and
     the public ones are callable as mx.nd functions."""

@@ -307,6 +307,10 @@ def Pooling(data: Any = ..., kernel: Any = ..., pool_type: Any = ..., global_poo
     """Pooling over 1-D/2-D/3-D windows: max, avg (count_include_pad), sum, lp (p_value); global_pool; pooling_convention valid (floor), full (ceil) or same (ceil(x/stride), symmetric padding)."""
 
 
+def ROIPooling(data: Any = ..., rois: Any = ..., pooled_size: Any = ..., spatial_scale: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Region-of-interest max pooling: data (N, C, H, W), rois (R, 5) rows of [batch_index, x1, y1, x2, y2] in input-image coordinates; each roi is scaled by spatial_scale (in [0, 1]) and rounded to whole pixels, split into pooled_size (h, w) bins and max-pooled per bin; output (R, C, h, w), empty bins give 0. Gradient to data only (to each bin's maximum); rois get none."""
+
+
 def Reshape(data: Any = ..., shape: Any = ..., reverse: Any = ..., target_shape: Any = ..., keep_highest: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Reshape with MXNet's special values: 0 copies a dimension, -1 infers one, -2 copies the rest, -3 merges two, -4 splits one into the next two values; reverse=True matches from the right."""
 

@@ -27,6 +27,7 @@ ARGS = {
     'MakeLoss': ('data', 'grad_scale', 'valid_thresh', 'normalization'),
     'Pad': ('data', 'mode', 'pad_width', 'constant_value'),
     'Pooling': ('data', 'kernel', 'pool_type', 'global_pool', 'cudnn_off', 'pooling_convention', 'stride', 'pad', 'p_value', 'count_include_pad', 'layout'),
+    'ROIPooling': ('data', 'rois', 'pooled_size', 'spatial_scale'),
     'Reshape': ('data', 'shape', 'reverse', 'target_shape', 'keep_highest'),
     'SequenceLast': ('data', 'sequence_length', 'use_sequence_length', 'axis'),
     'SequenceMask': ('data', 'sequence_length', 'use_sequence_length', 'value', 'axis'),

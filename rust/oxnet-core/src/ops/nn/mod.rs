@@ -14,6 +14,7 @@ pub mod conv;
 pub mod im2col;
 pub mod misc;
 pub mod pool;
+pub mod roi;
 pub mod spatial;
 pub mod winograd;
 
@@ -50,6 +51,8 @@ pub static OPS: &[&OpDef] = &[
     &spatial::BILINEAR_SAMPLER,
     &spatial::BACKWARD_BILINEAR_SAMPLER,
     &spatial::SPATIAL_TRANSFORMER,
+    &roi::ROI_POOLING,
+    &roi::BACKWARD_ROI_POOLING,
 ];
 
 /// The forward call's attributes, to pass to its backward operator.
