@@ -156,3 +156,70 @@ def test_roi_pooling_errors():
     # a batch index outside the data raises at the wait, naming the roi
     _raises(lambda: mx.nd.ROIPooling(x, mx.nd.array([[3, 0, 0, 1, 1]]), pooled_size=(2, 2), spatial_scale=1.0),
             "ROIPooling", "batch_index")
+
+
+# -- CTCLoss ----------------------------------------------------------------------
+
+def _ctc_inputs():
+    x = np.random.RandomState(0).randn(5, 3, 4).astype(np.float32)
+    return x, np.array([[1, 2, 0], [3, 3, 0], [1, 2, 3]], np.float32)
+
+
+def test_ctc_loss_matches_mxnet():
+    x, lab = _ctc_inputs()
+    d = mx.nd.array(x)
+    d.attach_grad()
+    with mx.autograd.record():
+        loss = mx.nd.CTCLoss(d, mx.nd.array(lab))
+    loss.backward(mx.nd.array([1.0, 2.0, 0.5]))
+    # MXNet 1.9.1
+    np.testing.assert_allclose(loss.asnumpy(), [4.400851249694824, 3.606065511703491, 3.182927131652832], rtol=1e-5)
+    g0 = [[-0.43115503, -0.19093123, 0.13723415, 0.48485199], [-0.22241434, -0.20856279, 0.20669468, 0.22428243],
+          [-0.10328406, -0.01752191, 0.05044736, 0.0703583], [-0.03543893, -0.00764924, -0.04739824, 0.09048642],
+          [-0.03498296, 0.27987546, -0.75467694, 0.50978422]]
+    np.testing.assert_allclose(d.grad.asnumpy()[:, 0], g0, rtol=1e-4, atol=1e-6)
+    g2 = [[0.00291008, -0.34935009, 0.07360063, 0.2728394], [0.00434549, 0.05245538, -0.10588072, 0.04907979],
+          [0.02051915, 0.02720013, -0.10762024, 0.059901], [0.02535536, 0.0870188, 0.02223273, -0.13460699],
+          [-0.13873824, 0.1854694, 0.07268216, -0.11941326]]
+    np.testing.assert_allclose(d.grad.asnumpy()[:, 2], g2, rtol=1e-4, atol=1e-6)
+    # blank_label='last' pads with -1
+    last = mx.nd.CTCLoss(mx.nd.array(x), mx.nd.array([[0, 1, -1], [2, 2, -1], [0, 1, 2]]), blank_label="last")
+    np.testing.assert_allclose(last.asnumpy(), [1.8537611961364746, 5.25965690612793, 5.23277473449707], rtol=1e-5)
+    dl = mx.nd.CTCLoss(mx.nd.array(x), mx.nd.array(lab), mx.nd.array([5, 3, 4]), use_data_lengths=True)
+    np.testing.assert_allclose(dl.asnumpy(), [4.400851249694824, 5.016986846923828, 2.5165836811065674], rtol=1e-5)
+    # label_lengths alone: the third input is label_lengths (by keyword)
+    ll = mx.nd.CTCLoss(mx.nd.array(x), mx.nd.array(lab), label_lengths=mx.nd.array([1, 2, 2]),
+                       use_label_lengths=True)
+    np.testing.assert_allclose(ll.asnumpy(), [3.6938648223876953, 3.606065511703491, 4.861454486846924], rtol=1e-5)
+    # without label lengths a label ends at its first padding value, even mid-sequence
+    mid = mx.nd.CTCLoss(mx.nd.array(x), mx.nd.array([[1, 0, 2], [3, 3, 0], [1, 2, 3]]))
+    np.testing.assert_allclose(mid.asnumpy()[0], 3.6938648223876953, rtol=1e-5)
+
+
+def test_ctc_loss_aliases_and_infeasible_label():
+    x, lab = _ctc_inputs()
+    want = mx.nd.CTCLoss(mx.nd.array(x), mx.nd.array(lab)).asnumpy()
+    for name in ("ctc_loss", "_contrib_CTCLoss", "_contrib_ctc_loss"):
+        np.testing.assert_allclose(getattr(mx.nd, name)(mx.nd.array(x), mx.nd.array(lab)).asnumpy(), want)
+    # [3, 3] cannot fit 2 steps: MXNet gives loss 0 (and its gradient buffer is left unset; oxnet gives 0)
+    d = mx.nd.array(x)
+    d.attach_grad()
+    with mx.autograd.record():
+        loss = mx.nd.CTCLoss(d, mx.nd.array(lab), mx.nd.array([5, 2, 4]), use_data_lengths=True)
+    loss.backward()
+    assert loss.asnumpy()[1] == 0
+    g = d.grad.asnumpy()
+    assert (g[:, 1] == 0).all() and (g[4:, 2] == 0).all() and (g[:, 0] != 0).any()
+
+
+def test_ctc_loss_errors():
+    x = mx.nd.zeros((5, 3, 4))
+    lab = mx.nd.array([[1, 2, 0], [3, 3, 0], [1, 2, 3]])
+    _raises(lambda: mx.nd.CTCLoss(mx.nd.zeros((5, 3)), lab), "CTCLoss", "(5, 3)")
+    _raises(lambda: mx.nd.CTCLoss(x, mx.nd.zeros((2, 3))), "CTCLoss", "label", "(2, 3)")
+    _raises(lambda: mx.nd.CTCLoss(x, lab, mx.nd.zeros((2,)), use_data_lengths=True), "data_lengths", "(2,)")
+    _raises(lambda: mx.nd.CTCLoss(x, lab, use_data_lengths=True), "CTCLoss", "data_lengths")
+    _raises(lambda: mx.nd.CTCLoss(x, lab, blank_label="middle"), "blank_label")
+    _raises(lambda: mx.nd.CTCLoss(x, mx.nd.array([[1, 4, 0], [1, 0, 0], [1, 0, 0]])), "CTCLoss", "label[0, 1] = 4")
+    _raises(lambda: mx.nd.CTCLoss(x, lab, mx.nd.array([5, 6, 5]), use_data_lengths=True), "data_lengths[1] = 6")
+    _raises(lambda: mx.nd.CTCLoss(x, lab, mx.nd.array([1, 4, 1]), use_label_lengths=True), "label_lengths[1] = 4")

@@ -992,6 +992,43 @@ TABLE.update({
 })
 
 
+def _ctc_brute(x, label, data_lengths=None, label_lengths=None, use_data_lengths=False, use_label_lengths=False,
+               blank_label="first"):
+    """CTC loss by enumerating every alignment (tiny sizes only)."""
+    import itertools
+    t_max, n, a = x.shape
+    blank, pad = (0, 0) if blank_label == "first" else (a - 1, -1)
+    out = np.zeros(n)
+    for b in range(n):
+        row = [int(v) for v in label[b]]
+        ln = int(label_lengths[b]) if use_label_lengths else (row.index(pad) if pad in row else len(row))
+        target = row[:ln]
+        tl = int(data_lengths[b]) if use_data_lengths else t_max
+        logp = x[:tl, b] - np.log(np.exp(x[:tl, b]).sum(axis=1, keepdims=True))
+        total = 0.0
+        for path in itertools.product(range(a), repeat=tl):
+            collapsed = [k for i, k in enumerate(path) if k != blank and (i == 0 or path[i - 1] != k)]
+            if collapsed == target:
+                total += np.exp(sum(logp[t, k] for t, k in enumerate(path)))
+        out[b] = -np.log(total) if total > 0 else 0.0  # MXNet: 0 for a label that cannot fit
+    return out
+
+
+TABLE.update({
+    "CTCLoss": [
+        ref([U(4, 2, 3, lo=-2, hi=2), A([[1, 2], [2, 0]])], _ctc_brute, wrt=[0], id="blank_first"),
+        ref([U(4, 2, 3, lo=-2, hi=2), A([[0, 1], [1, -1]])], _ctc_brute, {"blank_label": "last"}, wrt=[0],
+            id="blank_last"),
+        ref([U(4, 3, 3, lo=-2, hi=2), A([[1, 1, 2], [2, 1, 0], [1, 2, 2]]), A([4, 3, 2]), A([2, 1, 2])],
+            _ctc_brute, {"use_data_lengths": True, "use_label_lengths": True}, wrt=[0], id="lengths"),
+        # [1, 1] needs 3 steps (a blank between the repeats): 0 loss and 0 gradient with 2
+        ref([U(4, 2, 3), A([[1, 1], [1, 0]]), A([2, 4])], _ctc_brute, {"use_data_lengths": True}, wrt=[0],
+            id="infeasible"),
+    ],
+    "_backward_CTCLoss": [via("CTCLoss")],
+})
+
+
 def test_aliases_resolve_to_entries():
     """Every registered name (aliases included) reaches a table entry, and
     the public ones are callable as mx.nd functions."""

@@ -215,6 +215,10 @@ def BlockGrad(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..
     """Identity that stops gradients flowing to its input."""
 
 
+def CTCLoss(data: Any = ..., label: Any = ..., data_lengths: Any = ..., label_lengths: Any = ..., use_data_lengths: Any = ..., use_label_lengths: Any = ..., blank_label: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Connectionist Temporal Classification loss. data (sequence_length, batch_size, alphabet_size) holds unnormalised activations (softmax is applied inside); label (batch_size, label_sequence_length) holds label ids. blank_label='first' reserves id 0 for the blank and pads labels with 0; 'last' reserves alphabet_size-1 and pads with -1; a label ends at its first padding value unless use_label_lengths (then label_lengths (batch_size,) gives the lengths). use_data_lengths: data_lengths (batch_size,) gives each sequence's length (default: sequence_length). Returns the loss -log p(label | data) per sample, shape (batch_size,); a label that cannot fit its sequence gives 0 (as MXNet). Gradient for data only."""
+
+
 def Cast(data: Any = ..., dtype: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Cast to `dtype`."""
 
@@ -541,6 +545,10 @@ def cosh(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **
 
 def crop(data: Any = ..., begin: Any = ..., end: Any = ..., step: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Slice with begin, end and step per leading axis (None entries take the defaults; negative values count from the end)."""
+
+
+def ctc_loss(data: Any = ..., label: Any = ..., data_lengths: Any = ..., label_lengths: Any = ..., use_data_lengths: Any = ..., use_label_lengths: Any = ..., blank_label: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Connectionist Temporal Classification loss. data (sequence_length, batch_size, alphabet_size) holds unnormalised activations (softmax is applied inside); label (batch_size, label_sequence_length) holds label ids. blank_label='first' reserves id 0 for the blank and pads labels with 0; 'last' reserves alphabet_size-1 and pads with -1; a label ends at its first padding value unless use_label_lengths (then label_lengths (batch_size,) gives the lengths). use_data_lengths: data_lengths (batch_size,) gives each sequence's length (default: sequence_length). Returns the loss -log p(label | data) per sample, shape (batch_size,); a label that cannot fit its sequence gives 0 (as MXNet). Gradient for data only."""
 
 
 def degrees(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:

@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 
 pub mod act;
 pub mod conv;
+pub mod ctc;
 pub mod im2col;
 pub mod misc;
 pub mod pool;
@@ -53,6 +54,8 @@ pub static OPS: &[&OpDef] = &[
     &spatial::SPATIAL_TRANSFORMER,
     &roi::ROI_POOLING,
     &roi::BACKWARD_ROI_POOLING,
+    &ctc::CTC_LOSS,
+    &ctc::BACKWARD_CTC_LOSS,
 ];
 
 /// The forward call's attributes, to pass to its backward operator.
