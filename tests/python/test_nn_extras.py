@@ -223,3 +223,29 @@ def test_ctc_loss_errors():
     _raises(lambda: mx.nd.CTCLoss(x, mx.nd.array([[1, 4, 0], [1, 0, 0], [1, 0, 0]])), "CTCLoss", "label[0, 1] = 4")
     _raises(lambda: mx.nd.CTCLoss(x, lab, mx.nd.array([5, 6, 5]), use_data_lengths=True), "data_lengths[1] = 6")
     _raises(lambda: mx.nd.CTCLoss(x, lab, mx.nd.array([1, 4, 1]), use_label_lengths=True), "label_lengths[1] = 4")
+
+
+# -- Correlation ------------------------------------------------------------------
+
+def test_correlation_matches_mxnet():
+    a = mx.nd.array(np.arange(18).reshape(1, 2, 3, 3))
+    b = mx.nd.array(np.arange(18).reshape(1, 2, 3, 3)[:, ::-1] % 5)
+    out = mx.nd.Correlation(a, b, max_displacement=1, pad_size=1)
+    assert out.shape == (1, 9, 3, 3)
+    want = [[0, 8, 7], [6, 6.5, 16.5], [6, 15, 0], [0, 23.5, 35.5], [21, 32, 10], [28.5, 8, 0], [0, 6.5, 16.5],
+            [6, 15, 26], [13.5, 23.5, 0]]  # MXNet 1.9.1, out[0, :, 1]
+    np.testing.assert_allclose(out.asnumpy()[0, :, 1], want)
+    out = mx.nd.Correlation(a, b, max_displacement=1, pad_size=1, is_multiply=False)
+    want = [[7.5, 6.5, 9], [6.5, 8, 8], [7, 7, 9.5], [7.5, 6, 6], [5, 5, 7.5], [4, 6.5, 9.5], [7.5, 8, 8],
+            [7, 7, 7], [6, 6, 9.5]]
+    np.testing.assert_allclose(out.asnumpy()[0, :, 1], want)
+
+
+def test_correlation_errors():
+    a = mx.nd.zeros((2, 3, 7, 8))
+    _raises(lambda: mx.nd.Correlation(a, a, kernel_size=2), "Correlation", "odd")
+    _raises(lambda: mx.nd.Correlation(a, a, max_displacement=4), "Correlation", "do not fit")
+    # MXNet reads past data2 when its channels differ; oxnet requires equal shapes
+    _raises(lambda: mx.nd.Correlation(a, mx.nd.zeros((2, 2, 7, 8))), "Correlation", "(2, 2, 7, 8)")
+    _raises(lambda: mx.nd.Correlation(mx.nd.zeros((3, 4)), mx.nd.zeros((3, 4))), "Correlation", "4-D")
+    _raises(lambda: mx.nd.Correlation(a, a, stride1=0), "Correlation", "stride1")

@@ -1029,6 +1029,40 @@ TABLE.update({
 })
 
 
+def _correlation(a, b, kernel_size=1, max_displacement=1, stride1=1, stride2=1, pad_size=0, is_multiply=True):
+    n, c, h, w = a.shape
+    k, md = kernel_size, max_displacement
+    ap, bp = (np.pad(v, ((0, 0), (0, 0), (pad_size, pad_size), (pad_size, pad_size))) for v in (a, b))
+    border = md + (k - 1) // 2
+    th = -(-(h + 2 * pad_size - 2 * border) // stride1)
+    tw = -(-(w + 2 * pad_size - 2 * border) // stride1)
+    r = md // stride2
+    out = np.zeros((n, (2 * r + 1) ** 2, th, tw))
+    for q in range((2 * r + 1) ** 2):
+        dx, dy = (q % (2 * r + 1) - r) * stride2, (q // (2 * r + 1) - r) * stride2
+        for i in range(th):
+            for j in range(tw):
+                y1, x1 = i * stride1 + md, j * stride1 + md
+                p1 = ap[:, :, y1:y1 + k, x1:x1 + k]
+                p2 = bp[:, :, y1 + dy:y1 + dy + k, x1 + dx:x1 + dx + k]
+                v = p1 * p2 if is_multiply else np.abs(p1 - p2)
+                out[:, q, i, j] = v.sum(axis=(1, 2, 3)) / (k * k * c)
+    return out
+
+
+TABLE.update({
+    "Correlation": [
+        ref([U(2, 2, 5, 6), U(2, 2, 5, 6)], _correlation, id="default"),
+        ref([U(1, 3, 7, 8), U(1, 3, 7, 8)], _correlation,
+            {"kernel_size": 3, "max_displacement": 2, "stride1": 2, "stride2": 1, "pad_size": 2}, id="kernel3"),
+        ref([U(1, 2, 6, 7), U(1, 2, 6, 7)], _correlation,
+            {"kernel_size": 1, "max_displacement": 3, "stride1": 1, "stride2": 2, "pad_size": 1, "is_multiply": False},
+            id="subtract"),
+    ],
+    "_backward_Correlation": [via("Correlation")],
+})
+
+
 def test_aliases_resolve_to_entries():
     """Every registered name (aliases included) reaches a table entry, and
     the public ones are callable as mx.nd functions."""

@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 
 pub mod act;
 pub mod conv;
+pub mod correlation;
 pub mod ctc;
 pub mod im2col;
 pub mod misc;
@@ -56,6 +57,8 @@ pub static OPS: &[&OpDef] = &[
     &roi::BACKWARD_ROI_POOLING,
     &ctc::CTC_LOSS,
     &ctc::BACKWARD_CTC_LOSS,
+    &correlation::CORRELATION,
+    &correlation::BACKWARD_CORRELATION,
 ];
 
 /// The forward call's attributes, to pass to its backward operator.
