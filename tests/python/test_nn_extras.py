@@ -249,3 +249,68 @@ def test_correlation_errors():
     _raises(lambda: mx.nd.Correlation(a, mx.nd.zeros((2, 2, 7, 8))), "Correlation", "(2, 2, 7, 8)")
     _raises(lambda: mx.nd.Correlation(mx.nd.zeros((3, 4)), mx.nd.zeros((3, 4))), "Correlation", "4-D")
     _raises(lambda: mx.nd.Correlation(a, a, stride1=0), "Correlation", "stride1")
+
+
+# -- SVMOutput / IdentityAttachKLSparseReg ------------------------------------------
+
+def test_svm_output_matches_mxnet():
+    x = mx.nd.array([[0.5, -2.0, 1.5, 0.2], [-0.3, 0.9, -1.1, 2.5]])
+    cases = [({}, [[3.0, 0, 0, 2.4], [1.4, -0.2, 0, 7.0]]),
+             ({"use_linear": True}, [[1, 0, 0, 1], [1, -1, 0, 1]]),
+             ({"margin": 0.5, "regularization_coefficient": 0.3}, [[0.6, 0, 0, 0.42], [0.12, 0, 0, 1.8]])]
+    for params, want in cases:  # MXNet 1.9.1
+        a = x.copy()
+        a.attach_grad()
+        with mx.autograd.record():
+            y = mx.nd.SVMOutput(a, mx.nd.array([2, 1]), **params)
+        y.backward(mx.nd.ones(y.shape) * 7)
+        np.testing.assert_allclose(y.asnumpy(), x.asnumpy())
+        np.testing.assert_allclose(a.grad.asnumpy(), want, rtol=1e-6, atol=1e-6)
+    # labels are truncated to integers; out-of-range labels mark no class (MXNet 1.9.1 values)
+    a = x.copy()
+    a.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.SVMOutput(a, mx.nd.array([1.7, 2.2]))
+    y.backward()
+    np.testing.assert_allclose(a.grad.asnumpy(), [[3, -6, 5, 2.4], [1.4, 3.8, -4.2, 7]], rtol=1e-6)
+    a = x.copy()
+    a.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.SVMOutput(a, mx.nd.array([7, -1]))
+    y.backward()
+    np.testing.assert_allclose(a.grad.asnumpy(), [[3, 0, 5, 2.4], [1.4, 3.8, 0, 7]], rtol=1e-6)
+    # more than 2 axes: classes along the last axis, label shaped like data without it
+    a = mx.nd.array(np.arange(12).reshape(2, 2, 3) / 10 - 0.5)
+    a.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.SVMOutput(a, mx.nd.array([[1, 2], [0, 1]]))
+    y.backward()
+    want = [[[1.0, -2.8, 1.4], [1.6, 1.8, -2.0]], [[-1.8, 2.4, 2.6], [2.8, -1.0, 3.2]]]
+    np.testing.assert_allclose(a.grad.asnumpy(), want, rtol=1e-6)
+
+
+def test_svm_output_errors():
+    x = mx.nd.zeros((2, 4))
+    _raises(lambda: mx.nd.SVMOutput(x, mx.nd.array([1, 2, 3])), "SVMOutput", "label", "(3,)")
+    _raises(lambda: mx.nd.SVMOutput(mx.nd.zeros((4,)), mx.nd.zeros((4,))), "SVMOutput", "(4,)")
+
+
+def test_kl_sparse_reg_inputs_and_params():
+    x = mx.nd.array([[0.2, 0.5, 0.9], [0.4, 0.1, 0.7]])
+    m = mx.nd.array([0.1, 0.1, 0.1])
+    # moving_avg by position or keyword; parameters by MXNet's order after the inputs
+    np.testing.assert_allclose(mx.nd.IdentityAttachKLSparseReg(x, m, 0.3, penalty=0.1).asnumpy(), x.asnumpy())
+    np.testing.assert_allclose(mx.nd.IdentityAttachKLSparseReg(x, moving_avg=m).asnumpy(), x.asnumpy())
+    a = x.copy()
+    a.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.IdentityAttachKLSparseReg(a, m, 0.3, 0.5, 0.5)
+    y.backward()
+    avg = 0.5 * 0.1 + 0.5 * np.array([0.3, 0.3, 0.8])
+    np.testing.assert_allclose(m.asnumpy(), avg, rtol=1e-6)
+    want = 1 + 0.5 * (-0.3 / avg + 0.7 / (1 - avg))
+    np.testing.assert_allclose(a.grad.asnumpy(), np.tile(want, (2, 1)), rtol=1e-5)
+    _raises(lambda: mx.nd.IdentityAttachKLSparseReg(x), "IdentityAttachKLSparseReg", "moving_avg")
+    _raises(lambda: mx.nd.IdentityAttachKLSparseReg(x, mx.nd.zeros((2,))), "IdentityAttachKLSparseReg", "moving_avg",
+            "(2,)")
+    _raises(lambda: mx.nd.IdentityAttachKLSparseReg(mx.nd.zeros((2, 3, 4)), mx.nd.zeros((3,))), "2-D")

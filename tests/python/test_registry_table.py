@@ -1063,6 +1063,55 @@ TABLE.update({
 })
 
 
+def _svm_grad(x, label, margin=1.0, regularization_coefficient=1.0, use_linear=False):
+    onehot = np.eye(x.shape[-1])[label.astype(int)]
+    if use_linear:
+        g = np.where(onehot == 1, -1.0 * (margin > x), 1.0 * (margin > -x))
+    else:
+        g = np.where(onehot == 1, -2 * (margin - x) * (margin > x), 2 * (margin + x) * (margin > -x))
+    return regularization_coefficient * g
+
+
+def _svm_check(params):
+    def check():
+        x, y = U(3, 4, lo=-2, hi=2), A([1, 0, 3])
+        out, g = _head_grad("SVMOutput", [x, y], params)  # the head gradient (7) is ignored
+        assert_almost_equal(out, x)
+        assert_almost_equal(g, _svm_grad(x.astype(np.float64), y, **params).astype(np.float32))
+    return prop(check, id="hinge_gradient_" + ("_".join(params) or "default"))
+
+
+def _kl_sparse_check():
+    # MXNet 1.9.1 (through its executor: its mx.nd function cannot pass the auxiliary state)
+    x, avg = nd(A([[0.2, 0.5, 0.9], [0.4, 0.1, 0.7]])), nd(A([0.1, 0.1, 0.1]))
+    for want_avg, want_g in (([0.12, 0.12, 0.17], [2.0001893, 2.0001893, 2.0004961]),
+                             ([0.138, 0.138, 0.233], [2.0003195, 2.0003195, 2.000744])):
+        x.attach_grad()
+        with mx.autograd.record():
+            y = mx.nd.IdentityAttachKLSparseReg(x, avg)
+        assert_almost_equal(avg, A([0.1, 0.1, 0.1]) if want_avg[0] == 0.12 else A([0.12, 0.12, 0.17]))
+        y.backward(mx.nd.ones((2, 3)) * 2)
+        assert_almost_equal(avg, A(want_avg))
+        assert_almost_equal(x.grad, A([want_g, want_g]))
+
+
+TABLE.update({
+    "SVMOutput": [
+        ref([U(3, 4), A([1, 0, 3])], lambda x, y: x, grad=False, id="identity"),
+        _svm_check({}),
+        _svm_check({"use_linear": True}),
+        _svm_check({"margin": 0.5, "regularization_coefficient": 0.3}),
+    ],
+    "IdentityAttachKLSparseReg": [
+        ref([U(3, 4, lo=0.1, hi=0.9), A([0.2, 0.3, 0.4, 0.5])], lambda x, m, **k: x, {"penalty": 0.1}, grad=False,
+            id="identity"),
+        prop(_kl_sparse_check, id="moving_average_and_penalty"),
+    ],
+    "_backward_SVMOutput": [via("SVMOutput")],
+    "_backward_IdentityAttachKLSparseReg": [via("IdentityAttachKLSparseReg")],
+})
+
+
 def test_aliases_resolve_to_entries():
     """Every registered name (aliases included) reaches a table entry, and
     the public ones are callable as mx.nd functions."""

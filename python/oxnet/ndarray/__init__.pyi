@@ -271,6 +271,10 @@ def GroupNorm(data: Any = ..., gamma: Any = ..., beta: Any = ..., num_groups: An
     """Group normalisation: the channels of data (N, C, ...) are split into num_groups groups, each normalised over its channels and spatial axes; gamma and beta have shape (num_groups,) as in MXNet 1.x. output_mean_var also returns the mean and standard deviation, shape (N, num_groups)."""
 
 
+def IdentityAttachKLSparseReg(data: Any = ..., sparseness_target: Any = ..., penalty: Any = ..., momentum: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Identity on data (batch, units) (the output of a sigmoid) that attaches a KL-divergence sparseness penalty to its gradient. moving_avg (units,) is MXNet's auxiliary state, passed as the second input: the backward first updates it in place, moving_avg = momentum * moving_avg + (1 - momentum) * mean(data, axis=0), then returns ograd + penalty * (-sparseness_target / moving_avg + (1 - sparseness_target) / (1 - moving_avg)). The forward leaves moving_avg unchanged."""
+
+
 def InstanceNorm(data: Any = ..., gamma: Any = ..., beta: Any = ..., eps: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Instance normalisation: each (sample, channel) of data (N, C, ...) is normalised over its spatial axes, then scaled by gamma[c] and shifted by beta[c]."""
 
@@ -321,6 +325,10 @@ def ROIPooling(data: Any = ..., rois: Any = ..., pooled_size: Any = ..., spatial
 
 def Reshape(data: Any = ..., shape: Any = ..., reverse: Any = ..., target_shape: Any = ..., keep_highest: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Reshape with MXNet's special values: 0 copies a dimension, -1 infers one, -2 copies the rest, -3 merges two, -4 splits one into the next two values; reverse=True matches from the right."""
+
+
+def SVMOutput(data: Any = ..., label: Any = ..., margin: Any = ..., regularization_coefficient: Any = ..., use_linear: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Support vector machine output layer: the forward returns data (..., num_classes) unchanged; the backward ignores the head gradient and returns the gradient of the one-vs-all hinge loss for label (data's shape without the last axis, class indices): L2-SVM by default, regularization_coefficient * (-2 (margin - x) for the label's class where x < margin, 2 (margin + x) for the other classes where x > -margin); use_linear gives L1-SVM (-regularization_coefficient and +regularization_coefficient)."""
 
 
 def SequenceLast(data: Any = ..., sequence_length: Any = ..., use_sequence_length: Any = ..., axis: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:

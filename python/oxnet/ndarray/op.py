@@ -22,7 +22,15 @@ def _make(name):
     # also the names MXNet accepts, so a misspelt keyword raises instead of
     # being ignored
     order = ARGS.get(name)
-    known = frozenset(order or ())
+    # Inputs may always come by keyword, also those MXNet's signature omits
+    # (auxiliary states such as IdentityAttachKLSparseReg's moving_avg).
+    known = frozenset(order or ()) | (frozenset(input_names) if order else frozenset())
+    # Positional parameters start after the inputs MXNet's signature lists.
+    n_order_inputs = 0
+    for a in order or ():
+        if a not in input_names:
+            break
+        n_order_inputs += 1
 
     def fn(*args, out=None, name=None, ctx=None, **kwargs):
         inputs = []
@@ -47,7 +55,10 @@ def _make(name):
                     f"it takes {', '.join(params) if params else 'no parameters'}"
                 )
         if rest:
-            _positional_params(op.name, order, input_names, len(args) - len(rest), rest, kwargs)
+            first = len(args) - len(rest)
+            if order is not None and first > n_order_inputs and not any(a is None for a in args):
+                first = n_order_inputs
+            _positional_params(op.name, order, input_names, first, rest, kwargs)
         if not variadic:
             # Inputs may also come by keyword; optional ones (a bias with
             # no_bias=True) may be left out or passed as None.

@@ -13,6 +13,7 @@ pub mod act;
 pub mod conv;
 pub mod correlation;
 pub mod ctc;
+pub mod heads;
 pub mod im2col;
 pub mod misc;
 pub mod pool;
@@ -59,6 +60,10 @@ pub static OPS: &[&OpDef] = &[
     &ctc::BACKWARD_CTC_LOSS,
     &correlation::CORRELATION,
     &correlation::BACKWARD_CORRELATION,
+    &heads::SVM_OUTPUT,
+    &heads::BACKWARD_SVM_OUTPUT,
+    &heads::IDENTITY_ATTACH_KL_SPARSE_REG,
+    &heads::BACKWARD_IDENTITY_ATTACH_KL_SPARSE_REG,
 ];
 
 /// The forward call's attributes, to pass to its backward operator.
