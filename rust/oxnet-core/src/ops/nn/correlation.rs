@@ -26,7 +26,7 @@ fn parse_corr(a: &Attrs, op: &str) -> Result<Params> {
         pad: p.usize("pad_size", 0)?,
         multiply: p.bool("is_multiply", true)?,
     };
-    if c.kernel % 2 == 0 {
+    if c.kernel.is_multiple_of(2) {
         return Err(Error::Param(format!(
             "{op}: kernel_size must be odd, got {}",
             c.kernel
@@ -260,3 +260,29 @@ pub static BACKWARD_CORRELATION: OpDef = OpDef {
     }),
     ..OpDef::BASE
 };
+
+#[cfg(test)]
+mod tests {
+    use crate::ops::matrix::testutil::*;
+
+    #[test]
+    fn gradients() {
+        for mult in ["True", "False"] {
+            let at = [
+                ("kernel_size", "3"),
+                ("max_displacement", "2"),
+                ("stride1", "2"),
+                ("stride2", "1"),
+                ("pad_size", "2"),
+                ("is_multiply", mult),
+            ];
+            let s = vec![1, 2, 6, 7];
+            check_grad(
+                "Correlation",
+                &at,
+                &[(vals(84, 1), s.clone()), (vals(84, 2), s)],
+                &[0, 1],
+            );
+        }
+    }
+}

@@ -206,9 +206,15 @@ fn ctc_one(
         row.iter_mut().for_each(|v| *v -= z);
     }
     let s_len = 2 * l + 1;
-    let ext = |s: usize| if s % 2 == 0 { blank } else { label[s / 2] };
+    let ext = |s: usize| {
+        if s.is_multiple_of(2) {
+            blank
+        } else {
+            label[s / 2]
+        }
+    };
     // s may come from s - 2 (skipping a blank) unless ext(s) is a blank or repeats ext(s - 2)
-    let skip = |s: usize| s >= 2 && s % 2 == 1 && ext(s) != ext(s - 2);
+    let skip = |s: usize| s >= 2 && !s.is_multiple_of(2) && ext(s) != ext(s - 2);
     let ninf = f64::NEG_INFINITY;
     let mut alpha = vec![ninf; tl * s_len];
     alpha[0] = lp[blank];
@@ -396,3 +402,62 @@ pub static BACKWARD_CTC_LOSS: OpDef = OpDef {
     }),
     ..OpDef::BASE
 };
+
+#[cfg(test)]
+mod tests {
+    use crate::ops::matrix::testutil::*;
+    use crate::ops::registry::call;
+
+    /// -log of the summed probability of every alignment collapsing to `label`.
+    fn brute(x: &[f64], t: usize, a: usize, label: &[usize]) -> f64 {
+        let mut total = 0.0;
+        for code in 0..a.pow(t as u32) {
+            let path: Vec<usize> = (0..t).map(|i| code / a.pow(i as u32) % a).collect();
+            let mut out = Vec::new();
+            for (i, &k) in path.iter().enumerate() {
+                if k != 0 && (i == 0 || path[i - 1] != k) {
+                    out.push(k);
+                }
+            }
+            if out == label {
+                let mut p = 1.0;
+                for (i, &k) in path.iter().enumerate() {
+                    let row = &x[i * a..(i + 1) * a];
+                    let z: f64 = row.iter().map(|v| v.exp()).sum();
+                    p *= row[k].exp() / z;
+                }
+                total += p;
+            }
+        }
+        -total.ln()
+    }
+
+    #[test]
+    fn loss_matches_enumeration_and_gradient() {
+        let (t, a) = (4, 3);
+        let x = vals(t * a, 1);
+        for label in [vec![1.0, 2.0], vec![1.0, 1.0], vec![2.0, 0.0]] {
+            let y = call("CTCLoss", &[], &[arr(&x, &[t, 1, a]), arr(&label, &[1, 2])]).unwrap();
+            let want: Vec<usize> = label
+                .iter()
+                .filter(|&&v| v != 0.0)
+                .map(|&v| v as usize)
+                .collect();
+            let got = y[0].to_vec::<f64>().unwrap()[0];
+            assert!(
+                (got - brute(&x, t, a, &want)).abs() < 1e-10,
+                "{label:?}: {got}"
+            );
+        }
+        check_grad(
+            "CTCLoss",
+            &[("use_data_lengths", "True")],
+            &[
+                (vals(t * 2 * a, 2), vec![t, 2, a]),
+                (vec![1.0, 1.0, 2.0, 0.0], vec![2, 2]),
+                (vec![4.0, 3.0], vec![2]),
+            ],
+            &[0],
+        );
+    }
+}

@@ -110,7 +110,7 @@ fn col_shape(op: &str, p: &ColParam, img: &[usize]) -> Result<Shape> {
 
 fn img_shape_from_col(op: &str, p: &ColParam, col: &[usize]) -> Result<Shape> {
     let kk: usize = p.kernel.iter().product();
-    if col.len() != 3 || col[1] % kk != 0 {
+    if col.len() != 3 || !col[1].is_multiple_of(kk) {
         return Err(Error::Shape(format!(
             "{op}: data shape {} must be (N, C * {kk}, L) for kernel {:?}",
             fmt_shape(col),
@@ -141,15 +141,20 @@ fn img_shape_from_col(op: &str, p: &ColParam, col: &[usize]) -> Result<Shape> {
 fn geo3(p: &ColParam, sp: &[usize]) -> [[usize; 3]; 6] {
     let lead = 3 - sp.len();
     let get = |v: &[usize], d: usize, def: usize| if d < lead { def } else { v[d - lead] };
-    let mut g = [[0usize; 3]; 6];
     let out = blocks("", p, sp).unwrap_or_default();
-    for d in 0..3 {
-        g[0][d] = get(sp, d, 1);
-        g[1][d] = get(&p.kernel, d, 1);
-        g[2][d] = get(&p.stride, d, 1);
-        g[3][d] = get(&p.dilate, d, 1);
-        g[4][d] = get(&p.pad, d, 0);
-        g[5][d] = get(&out, d, 1);
+    let src: [(&[usize], usize); 6] = [
+        (sp, 1),
+        (&p.kernel, 1),
+        (&p.stride, 1),
+        (&p.dilate, 1),
+        (&p.pad, 0),
+        (&out, 1),
+    ];
+    let mut g = [[0usize; 3]; 6];
+    for (row, (v, def)) in g.iter_mut().zip(src) {
+        for (d, slot) in row.iter_mut().enumerate() {
+            *slot = get(v, d, def);
+        }
     }
     g
 }
@@ -317,3 +322,46 @@ pub static COL2IM: OpDef = OpDef {
     }),
     ..OpDef::BASE
 };
+
+#[cfg(test)]
+mod tests {
+    use crate::ops::matrix::testutil::*;
+    use crate::ops::registry::call;
+
+    #[test]
+    fn im2col_layout_and_gradients() {
+        // one channel, 3x3 image, 2x2 kernel: 4 rows (kernel offsets) x 4 blocks
+        let x: Vec<f64> = (0..9).map(f64::from).collect();
+        let y = call("im2col", &[("kernel", "(2, 2)")], &[arr(&x, &[1, 1, 3, 3])]).unwrap();
+        assert_eq!(y[0].shape, vec![1, 4, 4]);
+        let v = y[0].to_vec::<f64>().unwrap();
+        assert_eq!(&v[..4], &[0.0, 1.0, 3.0, 4.0]);
+        assert_eq!(&v[12..], &[4.0, 5.0, 7.0, 8.0]);
+        let at = [
+            ("kernel", "(2, 3)"),
+            ("stride", "(2, 1)"),
+            ("dilate", "(1, 2)"),
+            ("pad", "(1, 1)"),
+        ];
+        check_grad(
+            "im2col",
+            &at,
+            &[(vals(2 * 2 * 5 * 6, 1), vec![2, 2, 5, 6])],
+            &[0],
+        );
+        let mut at2 = at.to_vec();
+        at2.push(("output_size", "(5, 6)"));
+        check_grad(
+            "col2im",
+            &at2,
+            &[(vals(2 * 12 * 12, 2), vec![2, 12, 12])],
+            &[0],
+        );
+        check_grad(
+            "im2col",
+            &[("kernel", "(3,)"), ("pad", "(1,)")],
+            &[(vals(2 * 7, 3), vec![1, 2, 7])],
+            &[0],
+        );
+    }
+}

@@ -181,3 +181,35 @@ pub static BACKWARD_ROI_POOLING: OpDef = OpDef {
     }),
     ..OpDef::BASE
 };
+
+#[cfg(test)]
+mod tests {
+    use crate::ops::matrix::testutil::*;
+    use crate::ops::registry::call;
+
+    #[test]
+    fn documented_example_and_gradient() {
+        let x: Vec<f64> = (0..48).map(f64::from).collect();
+        let at = [("pooled_size", "(2, 2)"), ("spatial_scale", "0.7")];
+        let y = call(
+            "ROIPooling",
+            &at,
+            &[
+                arr(&x, &[1, 1, 8, 6]),
+                arr(&[0.0, 0.0, 0.0, 4.0, 4.0], &[1, 5]),
+            ],
+        )
+        .unwrap();
+        assert_eq!(y[0].to_vec::<f64>().unwrap(), vec![7.0, 9.0, 19.0, 21.0]);
+        let rois = [0.0, 0.0, 0.0, 4.0, 4.0, 0.0, -3.0, -2.0, 1.5, 2.5];
+        check_grad(
+            "ROIPooling",
+            &[("pooled_size", "(3, 2)"), ("spatial_scale", "1.0")],
+            &[
+                (vals(2 * 6 * 5, 1), vec![1, 2, 6, 5]),
+                (rois.to_vec(), vec![2, 5]),
+            ],
+            &[0],
+        );
+    }
+}

@@ -484,3 +484,63 @@ pub static SPATIAL_TRANSFORMER: OpDef = OpDef {
     }),
     ..OpDef::BASE
 };
+
+#[cfg(test)]
+mod tests {
+    use crate::ops::matrix::testutil::*;
+    use crate::ops::registry::call;
+
+    #[test]
+    fn identity_affine_grid_samples_the_image() {
+        let x = vals(2 * 3 * 4 * 5, 1);
+        let theta = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0];
+        let at = [
+            ("target_shape", "(4, 5)"),
+            ("transform_type", "affine"),
+            ("sampler_type", "bilinear"),
+        ];
+        let y = call(
+            "SpatialTransformer",
+            &at,
+            &[arr(&x, &[2, 3, 4, 5]), arr(&theta, &[2, 6])],
+        )
+        .unwrap();
+        for (a, b) in y[0].to_vec::<f64>().unwrap().iter().zip(&x) {
+            assert!((a - b).abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn gradients() {
+        let grid: Vec<f64> = vals(2 * 2 * 3 * 4, 2).iter().map(|v| v * 1.2).collect();
+        check_grad(
+            "BilinearSampler",
+            &[],
+            &[
+                (vals(2 * 2 * 4 * 5, 1), vec![2, 2, 4, 5]),
+                (grid, vec![2, 2, 3, 4]),
+            ],
+            &[0, 1],
+        );
+        check_grad(
+            "GridGenerator",
+            &[("transform_type", "warp")],
+            &[(vals(2 * 2 * 3 * 4, 3), vec![2, 2, 3, 4])],
+            &[0],
+        );
+        let theta = [0.83, 0.17, 0.07, -0.11, 1.07, -0.03];
+        check_grad(
+            "SpatialTransformer",
+            &[
+                ("target_shape", "(3, 4)"),
+                ("transform_type", "affine"),
+                ("sampler_type", "bilinear"),
+            ],
+            &[
+                (vals(2 * 5 * 6, 4), vec![1, 2, 5, 6]),
+                (theta.to_vec(), vec![1, 6]),
+            ],
+            &[0, 1],
+        );
+    }
+}
