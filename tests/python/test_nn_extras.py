@@ -314,3 +314,18 @@ def test_kl_sparse_reg_inputs_and_params():
     _raises(lambda: mx.nd.IdentityAttachKLSparseReg(x, mx.nd.zeros((2,))), "IdentityAttachKLSparseReg", "moving_avg",
             "(2,)")
     _raises(lambda: mx.nd.IdentityAttachKLSparseReg(mx.nd.zeros((2, 3, 4)), mx.nd.zeros((3,))), "2-D")
+
+
+def test_contrib_namespace():
+    x, lab = _ctc_inputs()
+    want = mx.nd.CTCLoss(mx.nd.array(x), mx.nd.array(lab)).asnumpy()
+    for f in (mx.nd.contrib.ctc_loss, mx.nd.contrib.CTCLoss):
+        np.testing.assert_allclose(f(mx.nd.array(x), mx.nd.array(lab)).asnumpy(), want)
+    # MXNet's argument order and keyword checks carry over
+    np.testing.assert_allclose(
+        mx.nd.contrib.ctc_loss(mx.nd.array(x), mx.nd.array(lab), None, None, False, False, "first").asnumpy(), want)
+    with pytest.raises(TypeError):
+        mx.nd.contrib.ctc_loss(mx.nd.array(x), mx.nd.array(lab), blank="first")
+    assert {"ctc_loss", "CTCLoss"} <= set(dir(mx.nd.contrib))
+    with pytest.raises(AttributeError):
+        mx.nd.contrib.no_such_operator
