@@ -433,9 +433,42 @@ def test_errors(call, exc, text):
     assert isinstance(e.value, mx.base.MXNetError) or "unknown argument(s)" in text
 
 
+def _h(v):
+    return _arr(v, "float16")
+
+
+@pytest.mark.parametrize("ins,want", [
+    # MXNet 1.9.1's values: float16 squares round to float16 (255^2 -> 65024), sums are float32
+    (lambda: [_h([255.0])], [65024.0]),
+    (lambda: [_h([200.0, 200.0]), _h([1.0])], [80000.0, 1.0]),
+    (lambda: [mx.nd.ones((2, 3)), mx.nd.ones((4,))], [6.0, 4.0]),
+    (lambda: [_arr([1e20, 1e20], "float64")], [np.inf]),
+])
+def test_multi_sum_sq_matches_mxnet(ins, want):
+    arrays = ins()
+    got = mx.nd.multi_sum_sq(*arrays, num_arrays=len(arrays))
+    assert got.dtype == np.float32 and got.shape == (len(arrays),)
+    np.testing.assert_array_equal(got.asnumpy(), np.array(want, np.float32))
+
+
+def test_multi_sum_sq_errors_and_no_gradient():
+    with pytest.raises(ValueError, match="required argument 'num_arrays'"):
+        mx.nd.multi_sum_sq(mx.nd.ones(2))
+    with pytest.raises(TypeError, match="array 1 has dtype float64, expected float32 like array 0"):
+        mx.nd.multi_sum_sq(mx.nd.ones(2), _arr([1.0], "float64"), num_arrays=2)
+    with pytest.raises(ValueError, match="unknown argument 'foo'"):
+        mx.nd.multi_sum_sq(mx.nd.ones(2), num_arrays=1, foo=1)
+    x = mx.nd.ones(2)
+    x.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.multi_sum_sq(x, num_arrays=1)
+    with pytest.raises(mx.base.MXNetError, match="multi_sum_sq: operator has no gradient"):
+        y.backward()
+
+
 def test_docs_and_no_gradient():
     for name in ["multi_sgd_update", "preloaded_multi_mp_sgd_mom_update", "ftml_update", "mp_nag_mom_update",
-                 "lamb_update_phase1", "mp_lamb_update_phase2", "multi_lars"]:
+                 "lamb_update_phase1", "mp_lamb_update_phase2", "multi_lars", "multi_sum_sq"]:
         assert getattr(mx.nd, name).__doc__.strip(), name
     w, g = _arr(W1), _arr(G1)
     w.attach_grad()

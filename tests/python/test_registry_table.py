@@ -987,6 +987,12 @@ TABLE.update({
     "multi_lars": [
         ref([A([0.1, 0.2, 0.3, 0.4, 0.5]), A([4.0, 9.0, 0.0, 1.0, 16.0]), A([1.0, 4.0, 1.0, 0.0, 0.25]),
              A([0.01, 0.0, 0.1, 0.2, 0.5])], _lars, {"eta": 0.5, "eps": 0.125, "rescale_grad": 2.0}, grad=False)],
+    # no gradient in MXNet 1.9.1 (backward raises)
+    "multi_sum_sq": [
+        ref([U(2, 3), U(4), U(1, 2, 2)], lambda *xs, num_arrays: np.array([np.sum(x * x) for x in xs]),
+            {"num_arrays": 3}, grad=False),
+        ref([U(5, dtype=np.float16), U(3, dtype=np.float16)], lambda *xs, num_arrays: np.array([np.sum(x * x) for x in xs]),
+            {"num_arrays": 2}, grad=False, odt=np.float32, id="float16")],
 })
 
 

@@ -699,6 +699,10 @@ def multi_sgd_update(*data: Any, out: Any = ..., name: Any = ..., **kwargs: Any)
     """sgd_update of num_weights tensors in one call. Inputs: weight_0, grad_0, weight_1, grad_1, ...; lrs and wds: tuples of num_weights floats. weight_k = weight_k - lrs[k] * (clip(rescale_grad * grad_k, clip_gradient) + wds[k] * weight_k). Returns the num_weights new weights (out=[weights] updates in place)."""
 
 
+def multi_sum_sq(*data: Any, out: Any = ..., name: Any = ..., **kwargs: Any) -> Any:
+    """The sum of squares of each of num_arrays arrays (one float dtype): returns a float32 array of num_arrays values, as multi_lars takes them."""
+
+
 def nag_mom_update(weight: Any = ..., grad: Any = ..., mom: Any = ..., lr: Any = ..., momentum: Any = ..., wd: Any = ..., rescale_grad: Any = ..., clip_gradient: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Nesterov momentum (MXNet >= 1.6): g = clip(rescale_grad * grad) + wd * weight; mom = momentum * mom - lr * g; weight += momentum * mom - lr * g."""
 

@@ -4,8 +4,9 @@
 //! weight-decay arrays for the `preloaded_*` forms (the others take `lrs` /
 //! `wds` tuples). Output k is the new weight k (`out=[w0, w1, ...]` updates
 //! in place, as MXNet's optimizer calls them); momenta and float32 master
-//! weights are updated in place. Also `multi_lars`, the LARS learning rates
-//! from sums of squares. None of them is differentiable.
+//! weights are updated in place. Also `multi_sum_sq` and `multi_lars`, the
+//! LARS learning rates from sums of squares. The updates have a zero
+//! gradient; multi_sum_sq has none (as in MXNet).
 use super::attrs::Attrs;
 use super::kernels::PAR_GRAIN;
 use super::optim::{f32v, Raw};
@@ -453,6 +454,106 @@ pub static MULTI_LARS: OpDef = OpDef {
     ..OpDef::BASE
 };
 
+// ---------------------------------------------------------------------------
+// multi_sum_sq
+// ---------------------------------------------------------------------------
+
+fn parse_sum_sq(a: &Attrs) -> Result<Params> {
+    check_known(a, "multi_sum_sq", &["num_arrays"])?;
+    let p = a.p("multi_sum_sq");
+    let n = p.i64_req("num_arrays")?;
+    if n < 1 {
+        return Err(Error::Param(format!(
+            "multi_sum_sq: num_arrays must be at least 1, got {n}"
+        )));
+    }
+    Ok(Box::new(n as usize))
+}
+
+fn infer_shape_sum_sq(
+    call: &OpCall,
+    _: &mut [Option<Shape>],
+    outs: &mut [Option<Shape>],
+) -> Result<()> {
+    outs[0] = Some(vec![*call.p::<usize>()]);
+    Ok(())
+}
+
+/// One float dtype for every array; the sums are float32.
+fn infer_type_sum_sq(
+    call: &OpCall,
+    ins: &mut [Option<DType>],
+    outs: &mut [Option<DType>],
+) -> Result<()> {
+    let op = call.name();
+    let Some(t) = ins.iter().flatten().next().copied() else {
+        return Ok(());
+    };
+    if !t.is_float() {
+        return Err(Error::DType(format!(
+            "{op}: array 0 has dtype {}, expected a float dtype",
+            t.name()
+        )));
+    }
+    for (i, x) in ins.iter_mut().enumerate() {
+        match x {
+            None => *x = Some(t),
+            Some(u) if *u != t => {
+                return Err(Error::DType(format!(
+                    "{op}: array {i} has dtype {}, expected {} like array 0",
+                    u.name(),
+                    t.name()
+                )))
+            }
+            _ => {}
+        }
+    }
+    outs[0] = Some(DType::F32);
+    Ok(())
+}
+
+/// Each square is rounded to the arrays' dtype (float16 squares saturate as
+/// in MXNet); the sums accumulate in float64.
+fn sum_sq_kernel(_: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> {
+    let out = Raw(o[0].raw_ptr(), o[0].dtype);
+    let sum = |j: usize| {
+        let (r, n) = (Raw(i[j].raw_ptr(), i[j].dtype), i[j].size());
+        let mut acc = 0.0;
+        for k in 0..n {
+            // SAFETY: array j holds n elements of its dtype; the engine
+            // gives this kernel read access to it and the output to itself.
+            let v = unsafe { r.get(k) };
+            acc += match r.1 {
+                DType::F32 => f32v(v * v),
+                DType::F16 => half::f16::from_f64(v * v).to_f64(),
+                _ => v * v,
+            };
+        }
+        // SAFETY: the output holds one float32 per array
+        unsafe { out.set(j, acc) };
+    };
+    let total: usize = i.iter().map(|b| b.size()).sum();
+    if i.len() > 1 && total >= 2 * PAR_GRAIN {
+        crate::par::par_for(i.len(), &sum);
+    } else {
+        (0..i.len()).for_each(sum);
+    }
+    Ok(())
+}
+
+pub static MULTI_SUM_SQ: OpDef = OpDef {
+    name: "multi_sum_sq",
+    doc: "The sum of squares of each of num_arrays arrays (one float dtype): returns a float32 array of \
+          num_arrays values, as multi_lars takes them.",
+    inputs: &["data"],
+    num_inputs: Some(|c| *c.p::<usize>()),
+    parse: parse_sum_sq,
+    infer_shape: infer_shape_sum_sq,
+    infer_type: infer_type_sum_sq,
+    cpu: Some(sum_sq_kernel),
+    ..OpDef::BASE
+};
+
 pub static OPS: &[&OpDef] = &[
     &MULTI_SGD,
     &MULTI_SGD_MOM,
@@ -463,6 +564,7 @@ pub static OPS: &[&OpDef] = &[
     &PRELOADED_MULTI_MP_SGD,
     &PRELOADED_MULTI_MP_SGD_MOM,
     &MULTI_LARS,
+    &MULTI_SUM_SQ,
 ];
 
 #[cfg(test)]
