@@ -389,7 +389,9 @@ def test_many_weights():
     (lambda: mx.nd.multi_sgd_update(*_pairs()[:3], lrs=(0.1, 0.2), wds=(0.0, 0.0), num_weights=2), ValueError,
      "expected 4 input(s)"),
     (lambda: mx.nd.multi_sgd_update(*_pairs(), lrs=(0.1, 0.2), wds=(0.0, 0.0), num_weights=0), ValueError,
-     "num_weights must be at least 1"),
+     "num_weights must be between 1 and 65536, got 0"),
+    (lambda: mx.nd.preloaded_multi_sgd_update(*_pairs(), num_weights=10**12), ValueError,
+     "num_weights must be between 1 and 65536"),
     (lambda: mx.nd.multi_sgd_update(*_pairs(), lrs=(0.1, 0.2), wds=(0.0, 0.0), num_weights=2, momentum=0.9),
      ValueError, "unknown argument 'momentum'"),
     (lambda: mx.nd.multi_sgd_update(_arr(W1), _arr(G2), lrs=(0.1,), wds=(0.0,)), ValueError,
@@ -458,6 +460,8 @@ def test_multi_sum_sq_errors_and_no_gradient():
         mx.nd.multi_sum_sq(mx.nd.ones(2), _arr([1.0], "float64"), num_arrays=2)
     with pytest.raises(ValueError, match="unknown argument 'foo'"):
         mx.nd.multi_sum_sq(mx.nd.ones(2), num_arrays=1, foo=1)
+    with pytest.raises(ValueError, match="num_arrays must be between 1 and 65536, got -1"):
+        mx.nd.multi_sum_sq(mx.nd.ones(2), num_arrays=-1)
     x = mx.nd.ones(2)
     x.attach_grad()
     with mx.autograd.record():

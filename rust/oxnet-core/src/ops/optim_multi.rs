@@ -65,6 +65,19 @@ fn check_known(a: &Attrs, op: &str, known: &[&str]) -> Result<()> {
     Ok(())
 }
 
+/// The most tensors one call takes (MXNet's kernels take at most 60; a
+/// bound keeps a mistyped count from building a huge input list).
+const MAX_TENSORS: usize = 1 << 16;
+
+fn check_count(op: &str, key: &str, n: i64) -> Result<usize> {
+    if n < 1 || n as u64 > MAX_TENSORS as u64 {
+        return Err(Error::Param(format!(
+            "{op}: {key} must be between 1 and {MAX_TENSORS}, got {n}"
+        )));
+    }
+    Ok(n as usize)
+}
+
 fn parse_multi(a: &Attrs, op: &str, kind: Kind) -> Result<Params> {
     let mut known = vec!["num_weights", "rescale_grad", "clip_gradient"];
     if !kind.preloaded {
@@ -75,12 +88,7 @@ fn parse_multi(a: &Attrs, op: &str, kind: Kind) -> Result<Params> {
     }
     check_known(a, op, &known)?;
     let p = a.p(op);
-    let num_weights = p.usize("num_weights", 1)?;
-    if num_weights == 0 {
-        return Err(Error::Param(format!(
-            "{op}: num_weights must be at least 1, got 0"
-        )));
-    }
+    let num_weights = check_count(op, "num_weights", p.i64("num_weights", 1)?)?;
     let (mut lrs, mut wds) = (Vec::new(), Vec::new());
     if !kind.preloaded {
         for (key, what, v) in [
@@ -461,13 +469,8 @@ pub static MULTI_LARS: OpDef = OpDef {
 fn parse_sum_sq(a: &Attrs) -> Result<Params> {
     check_known(a, "multi_sum_sq", &["num_arrays"])?;
     let p = a.p("multi_sum_sq");
-    let n = p.i64_req("num_arrays")?;
-    if n < 1 {
-        return Err(Error::Param(format!(
-            "multi_sum_sq: num_arrays must be at least 1, got {n}"
-        )));
-    }
-    Ok(Box::new(n as usize))
+    let n = check_count("multi_sum_sq", "num_arrays", p.i64_req("num_arrays")?)?;
+    Ok(Box::new(n))
 }
 
 fn infer_shape_sum_sq(
