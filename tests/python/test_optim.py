@@ -480,3 +480,13 @@ def test_docs_and_no_gradient():
         y = mx.nd.multi_sgd_update(w, g, lrs=(0.1,), wds=(0.0,))
     y.backward()
     np.testing.assert_array_equal(w.grad.asnumpy(), np.zeros(3, np.float32))
+
+
+def test_adam_uses_float32_parameters_like_mxnet():
+    # MXNet holds beta2 = 0.999 as float32; 1 - beta2 then differs from the
+    # float64 value by 1e-5 relative, which the variance shows (MXNet 1.9.1's values).
+    w, mean, var = _arr(W), _arr(S1), _arr(S2)
+    mx.nd.adam_update(w, _arr(G), mean, var, lr=0.01, wd=0.01, out=w)
+    np.testing.assert_allclose(w.asnumpy(), [0.986073077, -1.99370754, 0.425792456, 0.000948731031], rtol=1e-6)
+    np.testing.assert_allclose(mean.asnumpy(), [0.141000003, -0.282000005, 0.470500052, -0.0300000086], rtol=1e-6)
+    np.testing.assert_allclose(var.asnumpy(), [0.0102500971, 0.200840384, 0.0040199738, 0.0999899954], rtol=1e-6)

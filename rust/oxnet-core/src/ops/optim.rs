@@ -90,11 +90,12 @@ fn parse_opt(a: &Attrs, op: &str, eps_default: f64) -> Result<OptParam> {
             param.wd
         )));
     }
-    Ok(param)
+    Ok(param.into_f32())
 }
 
-/// MXNet declares these parameters `float`: the new updates use the float32
-/// value (1 - beta2 amplifies the rounding of beta2 = 0.999 to 1e-5).
+/// MXNet declares the updates' parameters `float` (ftml's epsilon excepted):
+/// the rules use the float32 value, as MXNet's kernels do (1 - beta2
+/// amplifies the rounding of beta2 = 0.999 to 1e-5).
 pub(super) fn f32v(v: f64) -> f64 {
     v as f32 as f64
 }
@@ -111,6 +112,12 @@ impl OptParam {
             &mut self.beta1,
             &mut self.beta2,
             &mut self.epsilon,
+            &mut self.gamma1,
+            &mut self.gamma2,
+            &mut self.clip_weights,
+            &mut self.lamda1,
+            &mut self.beta,
+            &mut self.wd_lh,
             &mut self.lower_bound,
             &mut self.upper_bound,
         ] {
@@ -118,13 +125,6 @@ impl OptParam {
         }
         self
     }
-}
-
-/// mp_nag_mom_update: parse_opt's parameters, rounded to float32.
-fn parse_mp_nag(a: &Attrs) -> Result<Params> {
-    Ok(Box::new(
-        parse_opt(a, "mp_nag_mom_update", 1e-8)?.into_f32(),
-    ))
 }
 
 /// ftml_update: its clip parameter is `clip_grad`, beta1 defaults to 0.6
@@ -534,7 +534,7 @@ opt_op!(ADAGRAD, "adagrad_update", ["_sparse_adagrad_update"], ["weight", "grad"
 });
 
 opt_op!(MP_NAG_MOM, "mp_nag_mom_update", [], ["weight", "grad", "mom", "weight32"], mutates: &[2, 3],
-parse: parse_mp_nag, infer_type: |c, i, o| infer_type_opt(c, i, o, 2),
+f32_from: 2, eps: 1e-8,
 "Mixed precision nag_mom_update with float32 mom and master weight32 (MXNet 1.9.1's order): \
  g = clip(rescale_grad * grad); weight32 += momentum^2 * mom - (1 + momentum) * lr * (g + wd * weight32); \
  then mom = momentum * mom - lr * (g + wd * weight32) with the updated weight32; weight = weight32 cast.",
@@ -777,8 +777,10 @@ mod tests {
                 &[w.clone()],
             )
             .unwrap();
+            // the parameters as float32, like MXNet's
+            let (lr, m, wd) = (0.1f32 as f64, 0.9f32 as f64, 0.01f32 as f64);
             for k in 0..2 {
-                rm[k] = 0.9 * rm[k] - 0.1 * 0.01 * rw[k] - 0.1 * g[k].clamp(-1.0, 1.0);
+                rm[k] = m * rm[k] - lr * wd * rw[k] - lr * g[k].clamp(-1.0, 1.0);
                 rw[k] += rm[k];
             }
         }
@@ -799,8 +801,10 @@ mod tests {
             &[w.clone()],
         )
         .unwrap();
-        let (mm, vv) = (0.1 * 2.0, 0.001 * 4.0f64);
-        let want = 1.0 - 0.01 * mm / (vv.sqrt() + 1e-8);
+        // beta1, beta2, epsilon and lr as float32, like MXNet's
+        let f = |v: f32| v as f64;
+        let (mm, vv) = ((1.0 - f(0.9)) * 2.0, (1.0 - f(0.999)) * 4.0);
+        let want = 1.0 - f(0.01) * mm / (vv.sqrt() + f(1e-8));
         assert!((w.to_vec::<f64>().unwrap()[0] - want).abs() < 1e-12);
         let e = call_into("sgd_update", &[], &[w.clone(), w.clone()], &[w.clone()])
             .err()
