@@ -450,6 +450,11 @@ def npclip(g, c):
 COMMON = dict(lr=0.1, wd=0.01, rescale_grad=0.5, clip_gradient=0.8)
 
 
+def _F(v):
+    # MXNet (and oxnet) hold the updates' parameters as float32
+    return float(np.float32(v))
+
+
 def ref_sgd(w, g, s, lr, wd, rescale_grad, clip_gradient, **_):
     return (1 - lr * wd) * w - lr * npclip(rescale_grad * g, clip_gradient)
 
@@ -465,20 +470,21 @@ def ref_nag(w, g, s, lr, wd, rescale_grad, clip_gradient, momentum, **_):
     return w + momentum * s[0] - lr * gg
 
 
-def ref_adam(w, g, s, lr, wd, rescale_grad, clip_gradient, beta1=0.9, beta2=0.999, epsilon=1e-8, **_):
+def ref_adam(w, g, s, lr, wd, rescale_grad, clip_gradient, beta1=_F(0.9), beta2=_F(0.999), epsilon=_F(1e-8), **_):
     gg = npclip(rescale_grad * g + wd * w, clip_gradient)
     s[0][:] = beta1 * s[0] + (1 - beta1) * gg
     s[1][:] = beta2 * s[1] + (1 - beta2) * gg * gg
     return w - lr * s[0] / (np.sqrt(s[1]) + epsilon)
 
 
-def ref_rmsprop(w, g, s, lr, wd, rescale_grad, clip_gradient, gamma1=0.95, epsilon=1e-8, **_):
+def ref_rmsprop(w, g, s, lr, wd, rescale_grad, clip_gradient, gamma1=_F(0.95), epsilon=_F(1e-8), **_):
     gg = npclip(rescale_grad * g + wd * w, clip_gradient)
     s[0][:] = (1 - gamma1) * gg * gg + gamma1 * s[0]
     return w - lr * gg / np.sqrt(s[0] + epsilon)
 
 
-def ref_rmspropalex(w, g, s, lr, wd, rescale_grad, clip_gradient, gamma1=0.95, gamma2=0.9, epsilon=1e-8, **_):
+def ref_rmspropalex(w, g, s, lr, wd, rescale_grad, clip_gradient, gamma1=_F(0.95), gamma2=_F(0.9), epsilon=_F(1e-8),
+                    **_):
     gg = npclip(rescale_grad * g + wd * w, clip_gradient)
     s[0][:] = (1 - gamma1) * gg * gg + gamma1 * s[0]
     s[1][:] = (1 - gamma1) * gg + gamma1 * s[1]
@@ -486,7 +492,7 @@ def ref_rmspropalex(w, g, s, lr, wd, rescale_grad, clip_gradient, gamma1=0.95, g
     return w + s[2]
 
 
-def ref_ftrl(w, g, s, lr, wd, rescale_grad, clip_gradient, lamda1=0.01, beta=1.0, **_):
+def ref_ftrl(w, g, s, lr, wd, rescale_grad, clip_gradient, lamda1=_F(0.01), beta=1.0, **_):
     gg = npclip(rescale_grad * g, clip_gradient)
     z, n = s
     z[:] = z + gg - (np.sqrt(n + gg * gg) - np.sqrt(n)) * w / lr
@@ -503,7 +509,7 @@ def ref_signum(w, g, s, lr, wd, rescale_grad, clip_gradient, momentum, wd_lh=0.0
     return (1 - lr * wd_lh) * w + lr * np.sign(s[0])
 
 
-def ref_adagrad(w, g, s, lr, wd, rescale_grad, clip_gradient, epsilon=1e-7, **_):
+def ref_adagrad(w, g, s, lr, wd, rescale_grad, clip_gradient, epsilon=_F(1e-7), **_):
     gg = npclip(rescale_grad * g, clip_gradient)
     s[0][:] = s[0] + gg * gg
     return w - lr * gg / (np.sqrt(s[0]) + epsilon)
@@ -523,10 +529,14 @@ OPTIM = {
 }
 
 
+def _f32_params(kw):
+    return {k: _F(v) for k, v in kw.items()}
+
+
 @pytest.mark.parametrize("name", sorted(OPTIM))
 def test_optimizer_update(name):
     ref, nstate, extra = OPTIM[name]
-    kw = dict(COMMON, **extra)
+    kw = _f32_params(dict(COMMON, **extra))
     w = rng.randn(3, 4)
     states = [np.zeros((3, 4)) if name != "rmspropalex_update" or k != 0 else np.full((3, 4), 0.1) for k in range(nstate)]
     if name == "ftrl_update":
@@ -549,7 +559,7 @@ def test_optimizer_update_float32(name, where):
     # float32 takes its own loops (the common case: in place, a separate
     # output, or one array passed twice); sizes past the parallel split
     ref, nstate, extra = OPTIM[name]
-    kw = dict(COMMON, **extra)
+    kw = _f32_params(dict(COMMON, **extra))
     n = 70001
     w = rng.randn(n).astype(np.float32)
     g = (w if where == "grad_is_weight" else rng.randn(n) * 3).astype(np.float32)

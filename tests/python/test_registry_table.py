@@ -1112,6 +1112,141 @@ TABLE.update({
 })
 
 
+# Optimizer updates, part 2 (feat-optim): MXNet 1.9.1's multi-tensor SGD
+# updates (tuples or preloaded arrays of learning rates), ftml_update,
+# mp_nag_mom_update, LAMB's two phases and multi_lars. Parameters are exact
+# in float32 (MXNet holds them as float32). Values computed with MXNet itself
+# are in tests/python/test_optim.py.
+def _msgd_ref(mom, mp, preloaded):
+    s = 2 + mom + mp
+
+    def fn(*ins, num_weights, lrs=None, wds=None, momentum=0.0, rescale_grad=1.0, clip_gradient=-1.0):
+        if preloaded:
+            lrs, wds = ins[-2], ins[-1]
+        outs, states = [], []
+        for k in range(num_weights):
+            grp = ins[k * s:(k + 1) * s]
+            w = grp[s - 1] if mp else grp[0]
+            m = grp[2] if mom else 0.0
+            m = momentum * m - lrs[k] * wds[k] * w - lrs[k] * _clip(rescale_grad * grp[1], clip_gradient)
+            outs.append(w + m)
+            states += ([m] if mom else []) + ([w + m] if mp else [])
+        return outs + states
+    return fn
+
+
+def _msgd_case(mom, mp, preloaded, params, id=None):
+    """Three tensors of different shapes; states checked through `mutated`."""
+    s, nw = 2 + mom + mp, 3
+    ins = []
+    for shape in [(2, 3), (4,), (1, 2, 2)]:
+        w, g = U(*shape), U(*shape)
+        ins += [w.astype(np.float16), g.astype(np.float16)] if mp else [w, g]
+        ins += ([U(*shape)] if mom else []) + ([w] if mp else [])
+    params = dict(params, num_weights=nw)
+    if preloaded:
+        ins += [A([0.125, 0.25, 0.5]), A([0.0625, 0.03125, 0.0])]
+    else:
+        params.update(lrs=(0.125, 0.25, 0.5), wds=(0.0625, 0.03125, 0.0))
+    mutated = {k * s + j: nw + k * (s - 2) + (j - 2) for k in range(nw) for j in range(2, s)}
+    return ref(ins, _msgd_ref(mom, mp, preloaded), params, grad=False, mutated=mutated,
+               odt=np.float16 if mp else None, id=id)
+
+
+def _msgd_cases(mom, mp, preloaded):
+    base = {"momentum": 0.75} if mom else {}
+    return [_msgd_case(mom, mp, preloaded, base),
+            _msgd_case(mom, mp, preloaded, dict(base, rescale_grad=2.0, clip_gradient=0.75), id="clip")]
+
+
+def _ftml(w, g, d, v, z, lr, t, beta1=0.6, beta2=0.999, epsilon=1e-8, wd=0.0, rescale_grad=1.0, clip_grad=-1.0):
+    g = _clip(rescale_grad * g + wd * w, clip_grad)
+    v = beta2 * v + (1 - beta2) * g * g
+    dt = (1 - beta1 ** t) / lr * (np.sqrt(v / (1 - beta2 ** t)) + epsilon)
+    z = beta1 * z + (1 - beta1) * g - (dt - beta1 * d) * w
+    return [-z / dt, dt, v, z]
+
+
+def _mp_nag(w, g, m, w32, lr, momentum, wd, rescale_grad=1.0, clip_gradient=-1.0):
+    # MXNet 1.9.1 (MP_NAGMomKernel) decays the momentum with the updated weight32.
+    g = _clip(rescale_grad * g, clip_gradient)
+    m = momentum * m
+    w = w32 - m + (momentum + 1) * (m - lr * (g + wd * w32))
+    return [w, m - lr * (g + wd * w), w]
+
+
+def _lamb1(w, g, mean, var, t, wd, beta1=0.9, beta2=0.999, epsilon=1e-6, bias_correction=True, rescale_grad=1.0,
+           clip_gradient=-1.0, w32=None):
+    g = _clip(rescale_grad * g, clip_gradient)
+    mean = beta1 * mean + (1 - beta1) * g
+    var = beta2 * var + (1 - beta2) * g * g
+    m, v = (mean / (1 - beta1 ** t), var / (1 - beta2 ** t)) if bias_correction else (mean, var)
+    return [m / (np.sqrt(v) + epsilon) + wd * (w if w32 is None else w32), mean, var]
+
+
+def _lamb2(w, g, r1, r2, lr, lower_bound=-1.0, upper_bound=-1.0):
+    r1, r2 = r1.item(), r2.item()
+    r1 = max(r1, lower_bound) if lower_bound >= 0 else r1
+    r1 = min(r1, upper_bound) if upper_bound >= 0 else r1
+    return w - (lr if r1 == 0 or r2 == 0 else lr * r1 / r2) * g
+
+
+def _lars(lrs, ws, gs, wds, eta, eps, rescale_grad=1.0):
+    w, g = np.sqrt(ws), np.sqrt(gs) * rescale_grad
+    return np.where((w > 0) & (gs > 0), lrs * eta * w / (g + wds * w + eps), lrs)
+
+
+_LAMB_P = {"beta1": 0.5, "beta2": 0.75, "epsilon": 2.0 ** -20, "t": 2, "wd": 0.0625}
+_W16, _G16 = _W.astype(np.float16), _G.astype(np.float16)
+TABLE.update({
+    "multi_sgd_update": _msgd_cases(False, False, False),
+    "multi_sgd_mom_update": _msgd_cases(True, False, False),
+    "multi_mp_sgd_update": _msgd_cases(False, True, False),
+    "multi_mp_sgd_mom_update": _msgd_cases(True, True, False),
+    "preloaded_multi_sgd_update": _msgd_cases(False, False, True),
+    "preloaded_multi_sgd_mom_update": _msgd_cases(True, False, True),
+    "preloaded_multi_mp_sgd_update": _msgd_cases(False, True, True),
+    "preloaded_multi_mp_sgd_mom_update": _msgd_cases(True, True, True),
+    "ftml_update": [
+        ref([_W, _G, _S2 + 0.5, _S2, _S1], _ftml, {"lr": 0.125, "t": 2, "beta1": 0.5, "beta2": 0.75}, grad=False,
+            mutated={2: 1, 3: 2, 4: 3}),
+        ref([_W, _G, _S2 + 0.5, _S2, _S1], _ftml,
+            {"lr": 0.125, "t": 3, "wd": 0.0625, "rescale_grad": 2.0, "clip_grad": 0.75, "epsilon": 1e-3},
+            grad=False, mutated={2: 1, 3: 2, 4: 3}, id="clip")],
+    "mp_nag_mom_update": [
+        ref([_W16, _G16, _S1, _W], _mp_nag, {"lr": 0.125, "momentum": 0.75, "wd": 0.0625}, grad=False,
+            odt=np.float16, mutated={2: 1, 3: 2}),
+        ref([_W16, _G16, _S1, _W], _mp_nag, {"lr": 0.125, "momentum": 0.75, "wd": 0.0625, "rescale_grad": 2.0,
+                                             "clip_gradient": 0.75}, grad=False, odt=np.float16,
+            mutated={2: 1, 3: 2}, id="clip")],
+    "lamb_update_phase1": [
+        ref([_W, _G, _S1, _S2], _lamb1, _LAMB_P, grad=False, mutated={2: 1, 3: 2}),
+        ref([_W, _G, _S1, _S2], _lamb1, dict(_LAMB_P, bias_correction=False, rescale_grad=2.0, clip_gradient=0.75),
+            grad=False, mutated={2: 1, 3: 2}, id="no_bias_correction_clip")],
+    "mp_lamb_update_phase1": [
+        ref([_W16, _G16, _S1, _S2, _W], lambda w, g, m, v, w32, **p: _lamb1(w, g, m, v, w32=w32, **p), _LAMB_P,
+            grad=False, odt=np.float32, mutated={2: 1, 3: 2})],
+    "lamb_update_phase2": [
+        ref([_W, _G, A([2.0]), A([4.0])], _lamb2, {"lr": 0.125}, grad=False),
+        ref([_W, _G, A([2.0]), A([4.0])], _lamb2, {"lr": 0.125, "lower_bound": 3.0}, grad=False, id="lower_bound"),
+        ref([_W, _G, A([2.0]), A([4.0])], _lamb2, {"lr": 0.125, "upper_bound": 1.0}, grad=False, id="upper_bound"),
+        ref([_W, _G, A([0.0]), A([4.0])], _lamb2, {"lr": 0.125}, grad=False, id="r1_zero")],
+    # weight32 is only read (MXNet 1.9.1's kernel does not write it back); test_optim.py checks it stays.
+    "mp_lamb_update_phase2": [
+        ref([_W16, _G, A([2.0]), A([4.0]), _W], lambda w, g, r1, r2, w32, **p: _lamb2(w32, g, r1, r2, **p),
+            {"lr": 0.125, "lower_bound": 0.5, "upper_bound": 3.0}, grad=False, odt=np.float16)],
+    "multi_lars": [
+        ref([A([0.1, 0.2, 0.3, 0.4, 0.5]), A([4.0, 9.0, 0.0, 1.0, 16.0]), A([1.0, 4.0, 1.0, 0.0, 0.25]),
+             A([0.01, 0.0, 0.1, 0.2, 0.5])], _lars, {"eta": 0.5, "eps": 0.125, "rescale_grad": 2.0}, grad=False)],
+    # no gradient in MXNet 1.9.1 (backward raises)
+    "multi_sum_sq": [
+        ref([U(2, 3), U(4), U(1, 2, 2)], lambda *xs, num_arrays: np.array([np.sum(x * x) for x in xs]),
+            {"num_arrays": 3}, grad=False),
+        ref([U(5, dtype=np.float16), U(3, dtype=np.float16)], lambda *xs, num_arrays: np.array([np.sum(x * x) for x in xs]),
+            {"num_arrays": 2}, grad=False, odt=np.float32, id="float16")],
+})
+
+
 def test_aliases_resolve_to_entries():
     """Every registered name (aliases included) reaches a table entry, and
     the public ones are callable as mx.nd functions."""

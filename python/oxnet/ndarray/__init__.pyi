@@ -627,6 +627,10 @@ def floor(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., *
     """Element-wise floor."""
 
 
+def ftml_update(weight: Any = ..., grad: Any = ..., d: Any = ..., v: Any = ..., z: Any = ..., lr: Any = ..., beta1: Any = ..., beta2: Any = ..., epsilon: Any = ..., t: Any = ..., wd: Any = ..., rescale_grad: Any = ..., clip_grad: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """FTML (Follow the Moving Leader) step t: g = clip(rescale_grad * grad + wd * weight, clip_grad); v = beta2 * v + (1 - beta2) * g^2; d_t = (1 - beta1^t) / lr * (sqrt(v / (1 - beta2^t)) + epsilon); z = beta1 * z + (1 - beta1) * g - (d_t - beta1 * d) * weight; d = d_t; weight = -z / d_t (z decays with 1 - beta1 as in the paper and MXNet's kernel; MXNet's doc writes 1 - beta1^t)."""
+
+
 def ftrl_update(weight: Any = ..., grad: Any = ..., z: Any = ..., n: Any = ..., lr: Any = ..., lamda1: Any = ..., beta: Any = ..., wd: Any = ..., rescale_grad: Any = ..., clip_gradient: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """FTRL-proximal: g = clip(rescale_grad * grad); z += g - (sqrt(n + g^2) - sqrt(n)) * weight / lr; n += g^2; weight = (sign(z) * lamda1 - z) / ((beta + sqrt(n)) / lr + wd) where |z| > lamda1, else 0."""
 
@@ -641,6 +645,14 @@ def identity(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ...
 
 def im2col(data: Any = ..., kernel: Any = ..., stride: Any = ..., dilate: Any = ..., pad: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Extract sliding blocks from data (N, C, *spatial) with 1, 2 or 3 spatial axes into columns (N, C * prod(kernel), L), where L is the number of block positions (the spatial size of a convolution's output with the same kernel, stride, dilate and pad). Row index = (channel, kernel offset), column index = block position; padding reads as zero. Gradient: col2im."""
+
+
+def lamb_update_phase1(weight: Any = ..., grad: Any = ..., mean: Any = ..., var: Any = ..., beta1: Any = ..., beta2: Any = ..., epsilon: Any = ..., t: Any = ..., bias_correction: Any = ..., wd: Any = ..., rescale_grad: Any = ..., clip_gradient: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Phase 1 of LAMB (step t): g = clip(rescale_grad * grad, clip_gradient); mean = beta1 * mean + (1 - beta1) * g; var = beta2 * var + (1 - beta2) * g^2; returns mean_hat / (sqrt(var_hat) + epsilon) + wd * weight, with mean_hat = mean / (1 - beta1^t) and var_hat = var / (1 - beta2^t) when bias_correction (else mean and var). mean and var are updated in place; the result goes to lamb_update_phase2."""
+
+
+def lamb_update_phase2(weight: Any = ..., g: Any = ..., r1: Any = ..., r2: Any = ..., lr: Any = ..., lower_bound: Any = ..., upper_bound: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Phase 2 of LAMB: r1 = max(r1, lower_bound) if lower_bound >= 0, r1 = min(r1, upper_bound) if upper_bound >= 0; lr' = lr if r1 == 0 or r2 == 0, else lr * r1 / r2; weight = weight - lr' * g. g comes from lamb_update_phase1, r1 and r2 (shape (1,)) are the norms of weight and g."""
 
 
 def log(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
@@ -691,12 +703,48 @@ def min_axis(data: Any = ..., axis: Any = ..., keepdims: Any = ..., exclude: Any
     """Minimum over the given axes (all by default)."""
 
 
+def mp_lamb_update_phase1(weight: Any = ..., grad: Any = ..., mean: Any = ..., var: Any = ..., weight32: Any = ..., beta1: Any = ..., beta2: Any = ..., epsilon: Any = ..., t: Any = ..., bias_correction: Any = ..., wd: Any = ..., rescale_grad: Any = ..., clip_gradient: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Mixed precision lamb_update_phase1: float32 mean, var and master weight32 (used for the weight decay); returns the float32 g for mp_lamb_update_phase2."""
+
+
+def mp_lamb_update_phase2(weight: Any = ..., g: Any = ..., r1: Any = ..., r2: Any = ..., weight32: Any = ..., lr: Any = ..., lower_bound: Any = ..., upper_bound: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Mixed precision lamb_update_phase2: float32 g, r1, r2 and master weight32; returns weight32 - lr' * g cast to weight's dtype. As in MXNet 1.9.1, weight32 itself is not updated (MXNet's kernel only reads it; its documentation says otherwise)."""
+
+
+def mp_nag_mom_update(weight: Any = ..., grad: Any = ..., mom: Any = ..., weight32: Any = ..., lr: Any = ..., momentum: Any = ..., wd: Any = ..., rescale_grad: Any = ..., clip_gradient: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Mixed precision nag_mom_update with float32 mom and master weight32 (MXNet 1.9.1's order): g = clip(rescale_grad * grad); weight32 += momentum^2 * mom - (1 + momentum) * lr * (g + wd * weight32); then mom = momentum * mom - lr * (g + wd * weight32) with the updated weight32; weight = weight32 cast."""
+
+
 def mp_sgd_mom_update(weight: Any = ..., grad: Any = ..., mom: Any = ..., weight32: Any = ..., lr: Any = ..., momentum: Any = ..., wd: Any = ..., rescale_grad: Any = ..., clip_gradient: Any = ..., lazy_update: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Mixed precision sgd_mom_update with float32 mom and master weight32."""
 
 
 def mp_sgd_update(weight: Any = ..., grad: Any = ..., weight32: Any = ..., lr: Any = ..., wd: Any = ..., rescale_grad: Any = ..., clip_gradient: Any = ..., lazy_update: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Mixed precision sgd_update: the float32 master weight32 is updated in place and weight = weight32 cast."""
+
+
+def multi_lars(lrs: Any = ..., weights_sum_sq: Any = ..., grads_sum_sq: Any = ..., wds: Any = ..., eta: Any = ..., eps: Any = ..., rescale_grad: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """LARS learning rates from sums of squares (all float32, one value per weight): w = sqrt(weights_sum_sq), g = sqrt(grads_sum_sq) * rescale_grad; returns lrs * eta * w / (g + wds * w + eps) where weights_sum_sq > 0 and grads_sum_sq > 0, else lrs."""
+
+
+def multi_mp_sgd_mom_update(*data: Any, out: Any = ..., name: Any = ..., **kwargs: Any) -> Any:
+    """Mixed precision multi_sgd_mom_update. Inputs: weight_0, grad_0, mom_0, weight32_0, weight_1, ...; float32 momenta and master weights are updated in place; the new weights are weight32_k cast."""
+
+
+def multi_mp_sgd_update(*data: Any, out: Any = ..., name: Any = ..., **kwargs: Any) -> Any:
+    """Mixed precision multi_sgd_update. Inputs: weight_0, grad_0, weight32_0, weight_1, ...; the float32 master weights weight32_k are updated in place and the new weights are weight32_k cast to weight's dtype."""
+
+
+def multi_sgd_mom_update(*data: Any, out: Any = ..., name: Any = ..., **kwargs: Any) -> Any:
+    """sgd_mom_update of num_weights tensors in one call. Inputs: weight_0, grad_0, mom_0, weight_1, ...; lrs and wds: tuples of num_weights floats. mom_k = momentum * mom_k - lrs[k] * wds[k] * weight_k - lrs[k] * clip(rescale_grad * grad_k, clip_gradient) (in place); weight_k += mom_k. Returns the new weights."""
+
+
+def multi_sgd_update(*data: Any, out: Any = ..., name: Any = ..., **kwargs: Any) -> Any:
+    """sgd_update of num_weights tensors in one call. Inputs: weight_0, grad_0, weight_1, grad_1, ...; lrs and wds: tuples of num_weights floats. weight_k = weight_k - lrs[k] * (clip(rescale_grad * grad_k, clip_gradient) + wds[k] * weight_k). Returns the num_weights new weights (out=[weights] updates in place)."""
+
+
+def multi_sum_sq(*data: Any, out: Any = ..., name: Any = ..., **kwargs: Any) -> Any:
+    """The sum of squares of each of num_arrays arrays (one float dtype): returns a float32 array of num_arrays values, as multi_lars takes them."""
 
 
 def nag_mom_update(weight: Any = ..., grad: Any = ..., mom: Any = ..., lr: Any = ..., momentum: Any = ..., wd: Any = ..., rescale_grad: Any = ..., clip_gradient: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
@@ -737,6 +785,22 @@ def pad(data: Any = ..., mode: Any = ..., pad_width: Any = ..., constant_value: 
 
 def pick(data: Any = ..., index: Any = ..., axis: Any = ..., keepdims: Any = ..., mode: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Pick one element per position along axis, at the given index (mode clip or wrap)."""
+
+
+def preloaded_multi_mp_sgd_mom_update(*data: Any, out: Any = ..., name: Any = ..., **kwargs: Any) -> Any:
+    """multi_mp_sgd_mom_update with the learning rates and weight decays as float32 arrays of num_weights values. Inputs: weight_0, grad_0, mom_0, weight32_0, weight_1, ..., lrs, wds."""
+
+
+def preloaded_multi_mp_sgd_update(*data: Any, out: Any = ..., name: Any = ..., **kwargs: Any) -> Any:
+    """multi_mp_sgd_update with the learning rates and weight decays as float32 arrays of num_weights values. Inputs: weight_0, grad_0, weight32_0, weight_1, ..., lrs, wds."""
+
+
+def preloaded_multi_sgd_mom_update(*data: Any, out: Any = ..., name: Any = ..., **kwargs: Any) -> Any:
+    """multi_sgd_mom_update with the learning rates and weight decays as float32 arrays of num_weights values. Inputs: weight_0, grad_0, mom_0, weight_1, ..., lrs, wds."""
+
+
+def preloaded_multi_sgd_update(*data: Any, out: Any = ..., name: Any = ..., **kwargs: Any) -> Any:
+    """multi_sgd_update with the learning rates and weight decays as float32 arrays of num_weights values. Inputs: weight_0, grad_0, weight_1, grad_1, ..., lrs, wds."""
 
 
 def prod(data: Any = ..., axis: Any = ..., keepdims: Any = ..., exclude: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:

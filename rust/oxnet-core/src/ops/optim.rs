@@ -1,13 +1,16 @@
 //! Single-call optimizer updates (MXNet 1.9.1 formulas). The new weight is
 //! the output (use `out=weight` to update in place); optimizer states
 //! (momentum, mean/var, ...) are inputs written in place (`OpDef.mutates`).
-//! Every update takes rescale_grad, clip_gradient (< 0: off), wd and
-//! lazy_update (dense arrays: lazy updates are ordinary updates). The
-//! updates are not differentiable: their gradient is None.
+//! The SGD family, adam, rmsprop, ftrl, signum and adagrad take
+//! rescale_grad, clip_gradient (< 0: off), wd and lazy_update (dense arrays:
+//! lazy updates are ordinary updates); ftml_update and LAMB's two phases take
+//! MXNet's own parameter sets. LAMB's phase 1 returns the direction g, not a
+//! weight. The updates are not differentiable: their gradient is None. The
+//! multi-tensor updates are in optim_multi.rs.
 use super::attrs::Attrs;
 use super::kernels::PAR_GRAIN;
-use super::registry::{infer_shape_same, OpCall, OpDef, Params};
-use crate::base::DType;
+use super::registry::{infer_shape_same, KernelCtx, OpCall, OpDef, Params};
+use crate::base::{fmt_shape, DType, Shape};
 use crate::error::{Error, Result};
 use crate::ndarray::Blob;
 use half::f16;
@@ -27,6 +30,37 @@ pub struct OptParam {
     lamda1: f64,
     beta: f64,
     wd_lh: f64,
+    /// The update count (ftml_update, lamb_update_phase1).
+    t: f64,
+    bias_correction: bool,
+    lower_bound: f64,
+    upper_bound: f64,
+}
+
+impl OptParam {
+    /// MXNet's defaults of the parameters a rule does not take.
+    fn new(lr: f64) -> OptParam {
+        OptParam {
+            lr,
+            wd: 0.0,
+            rescale: 1.0,
+            clip: -1.0,
+            momentum: 0.0,
+            beta1: 0.9,
+            beta2: 0.999,
+            epsilon: 1e-8,
+            gamma1: 0.95,
+            gamma2: 0.9,
+            clip_weights: -1.0,
+            lamda1: 0.01,
+            beta: 1.0,
+            wd_lh: 0.0,
+            t: 0.0,
+            bias_correction: true,
+            lower_bound: -1.0,
+            upper_bound: -1.0,
+        }
+    }
 }
 
 fn parse_opt(a: &Attrs, op: &str, eps_default: f64) -> Result<OptParam> {
@@ -47,6 +81,7 @@ fn parse_opt(a: &Attrs, op: &str, eps_default: f64) -> Result<OptParam> {
         lamda1: p.f64("lamda1", 0.01)?,
         beta: p.f64("beta", 1.0)?,
         wd_lh: p.f64("wd_lh", 0.0)?,
+        ..OptParam::new(0.0)
     };
     // MXNet's adagrad kernel has no weight decay and rejects it.
     if op == "adagrad_update" && param.wd != 0.0 {
@@ -55,7 +90,94 @@ fn parse_opt(a: &Attrs, op: &str, eps_default: f64) -> Result<OptParam> {
             param.wd
         )));
     }
-    Ok(param)
+    Ok(param.into_f32())
+}
+
+/// MXNet declares the updates' parameters `float` (ftml's epsilon excepted):
+/// the rules use the float32 value, as MXNet's kernels do (1 - beta2
+/// amplifies the rounding of beta2 = 0.999 to 1e-5).
+pub(super) fn f32v(v: f64) -> f64 {
+    v as f32 as f64
+}
+
+impl OptParam {
+    /// Every float parameter rounded to float32, as MXNet's kernels see them.
+    fn into_f32(mut self) -> OptParam {
+        for v in [
+            &mut self.lr,
+            &mut self.wd,
+            &mut self.rescale,
+            &mut self.clip,
+            &mut self.momentum,
+            &mut self.beta1,
+            &mut self.beta2,
+            &mut self.epsilon,
+            &mut self.gamma1,
+            &mut self.gamma2,
+            &mut self.clip_weights,
+            &mut self.lamda1,
+            &mut self.beta,
+            &mut self.wd_lh,
+            &mut self.lower_bound,
+            &mut self.upper_bound,
+        ] {
+            *v = f32v(*v);
+        }
+        self
+    }
+}
+
+/// ftml_update: its clip parameter is `clip_grad`, beta1 defaults to 0.6
+/// and the update count `t` is required.
+fn parse_ftml(a: &Attrs) -> Result<Params> {
+    let p = a.p("ftml_update");
+    let param = OptParam {
+        wd: p.f64("wd", 0.0)?,
+        rescale: p.f64("rescale_grad", 1.0)?,
+        clip: p.f64("clip_grad", -1.0)?,
+        beta1: p.f64("beta1", 0.6)?,
+        beta2: p.f64("beta2", 0.999)?,
+        t: p.i64_req("t")? as f64,
+        ..OptParam::new(p.f64_req("lr")?)
+    };
+    // epsilon is a double in MXNet
+    Ok(Box::new(OptParam {
+        epsilon: p.f64("epsilon", 1e-8)?,
+        ..param.into_f32()
+    }))
+}
+
+/// lamb_update_phase1 and mp_lamb_update_phase1: no learning rate; t and wd
+/// are required.
+fn parse_lamb1(a: &Attrs, op: &str) -> Result<Params> {
+    let p = a.p(op);
+    Ok(Box::new(
+        OptParam {
+            wd: p.f64_req("wd")?,
+            rescale: p.f64("rescale_grad", 1.0)?,
+            clip: p.f64("clip_gradient", -1.0)?,
+            beta1: p.f64("beta1", 0.9)?,
+            beta2: p.f64("beta2", 0.999)?,
+            epsilon: p.f64("epsilon", 1e-6)?,
+            t: p.i64_req("t")? as f64,
+            bias_correction: p.bool("bias_correction", true)?,
+            ..OptParam::new(0.0)
+        }
+        .into_f32(),
+    ))
+}
+
+/// lamb_update_phase2 and mp_lamb_update_phase2.
+fn parse_lamb2(a: &Attrs, op: &str) -> Result<Params> {
+    let p = a.p(op);
+    Ok(Box::new(
+        OptParam {
+            lower_bound: p.f64("lower_bound", -1.0)?,
+            upper_bound: p.f64("upper_bound", -1.0)?,
+            ..OptParam::new(p.f64_req("lr")?)
+        }
+        .into_f32(),
+    ))
 }
 
 #[inline]
@@ -83,13 +205,13 @@ fn sign(v: f64) -> f64 {
 // returns the new weight.
 
 #[derive(Clone, Copy)]
-struct Raw(*mut u8, DType);
+pub(super) struct Raw(pub(super) *mut u8, pub(super) DType);
 unsafe impl Send for Raw {}
 unsafe impl Sync for Raw {}
 
 impl Raw {
     #[inline]
-    unsafe fn get(&self, k: usize) -> f64 {
+    pub(super) unsafe fn get(&self, k: usize) -> f64 {
         match self.1 {
             DType::F32 => *(self.0 as *const f32).add(k) as f64,
             DType::F64 => *(self.0 as *const f64).add(k),
@@ -98,7 +220,7 @@ impl Raw {
         }
     }
     #[inline]
-    unsafe fn set(&self, k: usize, v: f64) {
+    pub(super) unsafe fn set(&self, k: usize, v: f64) {
         match self.1 {
             DType::F32 => *(self.0 as *mut f32).add(k) = v as f32,
             DType::F64 => *(self.0 as *mut f64).add(k) = v,
@@ -288,14 +410,19 @@ fn infer_type_opt(
 
 macro_rules! opt_op {
     ($NAME:ident, $name:expr, [$($alias:expr),*], [$($inp:expr),*], mutates: $m:expr, f32_from: $f32:expr, eps: $eps:expr, $doc:expr, $rule:expr) => {
+        opt_op!($NAME, $name, [$($alias),*], [$($inp),*], mutates: $m,
+            parse: |a| Ok(Box::new(parse_opt(a, $name, $eps)?) as Params),
+            infer_type: |c, i, o| infer_type_opt(c, i, o, $f32), $doc, $rule);
+    };
+    ($NAME:ident, $name:expr, [$($alias:expr),*], [$($inp:expr),*], mutates: $m:expr, parse: $parse:expr, infer_type: $it:expr, $doc:expr, $rule:expr) => {
         pub static $NAME: OpDef = OpDef {
             name: $name,
             aliases: &[$($alias),*],
             doc: $doc,
             inputs: &[$($inp),*],
-            parse: |a| Ok(Box::new(parse_opt(a, $name, $eps)?) as Params),
+            parse: $parse,
             infer_shape: infer_shape_same,
-            infer_type: |c, i, o| infer_type_opt(c, i, o, $f32),
+            infer_type: $it,
             cpu: Some(|c, i, o, _| {
                 run_rule::<{ [$($inp),*].len() }, { mut_mask($m) }, _>(c, i, o, $rule)
             }),
@@ -406,6 +533,204 @@ opt_op!(ADAGRAD, "adagrad_update", ["_sparse_adagrad_update"], ["weight", "grad"
     v[0] - p.lr * g / (v[2].sqrt() + p.epsilon)
 });
 
+opt_op!(MP_NAG_MOM, "mp_nag_mom_update", [], ["weight", "grad", "mom", "weight32"], mutates: &[2, 3],
+f32_from: 2, eps: 1e-8,
+"Mixed precision nag_mom_update with float32 mom and master weight32 (MXNet 1.9.1's order): \
+ g = clip(rescale_grad * grad); weight32 += momentum^2 * mom - (1 + momentum) * lr * (g + wd * weight32); \
+ then mom = momentum * mom - lr * (g + wd * weight32) with the updated weight32; weight = weight32 cast.",
+|p, v| {
+    let g = clip(p.rescale * v[1], p.clip);
+    let m = p.momentum * v[2];
+    let w = v[3] - m + (p.momentum + 1.0) * (m - p.lr * (g + p.wd * v[3]));
+    // MXNet 1.9.1 decays the momentum with the already updated weight
+    v[2] = m - p.lr * (g + p.wd * w);
+    v[3] = w;
+    w
+});
+
+opt_op!(FTML, "ftml_update", [], ["weight", "grad", "d", "v", "z"], mutates: &[2, 3, 4],
+parse: parse_ftml, infer_type: |c, i, o| infer_type_opt(c, i, o, 9),
+"FTML (Follow the Moving Leader) step t: g = clip(rescale_grad * grad + wd * weight, clip_grad); \
+ v = beta2 * v + (1 - beta2) * g^2; d_t = (1 - beta1^t) / lr * (sqrt(v / (1 - beta2^t)) + epsilon); \
+ z = beta1 * z + (1 - beta1) * g - (d_t - beta1 * d) * weight; d = d_t; weight = -z / d_t (z decays with 1 - beta1 as in the paper and MXNet's kernel; MXNet's doc writes 1 - beta1^t).",
+|p, v| {
+    let g = clip(p.rescale * v[1] + p.wd * v[0], p.clip);
+    v[3] = p.beta2 * v[3] + (1.0 - p.beta2) * g * g;
+    let d = (1.0 - f32v(p.beta1.powf(p.t))) / p.lr
+        * ((v[3] / (1.0 - f32v(p.beta2.powf(p.t)))).sqrt() + p.epsilon);
+    v[4] = p.beta1 * v[4] + (1.0 - p.beta1) * g - (d - p.beta1 * v[2]) * v[0];
+    v[2] = d;
+    -v[4] / d
+});
+
+/// LAMB phase 1 on element values: `w` the weight (or float32 master weight).
+#[inline]
+fn lamb1(p: &OptParam, w: f64, grad: f64, mean: &mut f64, var: &mut f64) -> f64 {
+    let g = clip(p.rescale * grad, p.clip);
+    *mean = p.beta1 * *mean + (1.0 - p.beta1) * g;
+    *var = p.beta2 * *var + (1.0 - p.beta2) * g * g;
+    if p.bias_correction {
+        // beta^t as MXNet's float32 kernels hold it
+        let m = *mean / (1.0 - f32v(p.beta1.powf(p.t)));
+        let v = *var / (1.0 - f32v(p.beta2.powf(p.t)));
+        m / (v.sqrt() + p.epsilon) + p.wd * w
+    } else {
+        *mean / (var.sqrt() + p.epsilon) + p.wd * w
+    }
+}
+
+opt_op!(LAMB1, "lamb_update_phase1", [], ["weight", "grad", "mean", "var"], mutates: &[2, 3],
+parse: |a| parse_lamb1(a, "lamb_update_phase1"), infer_type: |c, i, o| infer_type_opt(c, i, o, 9),
+"Phase 1 of LAMB (step t): g = clip(rescale_grad * grad, clip_gradient); mean = beta1 * mean + (1 - beta1) * g; \
+ var = beta2 * var + (1 - beta2) * g^2; returns mean_hat / (sqrt(var_hat) + epsilon) + wd * weight, with \
+ mean_hat = mean / (1 - beta1^t) and var_hat = var / (1 - beta2^t) when bias_correction (else mean and var). \
+ mean and var are updated in place; the result goes to lamb_update_phase2.",
+|p, v| {
+    let (mut m, mut s) = (v[2], v[3]);
+    let r = lamb1(p, v[0], v[1], &mut m, &mut s);
+    v[2] = m;
+    v[3] = s;
+    r
+});
+
+opt_op!(MP_LAMB1, "mp_lamb_update_phase1", [], ["weight", "grad", "mean", "var", "weight32"], mutates: &[2, 3],
+parse: |a| parse_lamb1(a, "mp_lamb_update_phase1"),
+infer_type: |c, i, o| {
+    infer_type_opt(c, i, o, 2)?;
+    if o[0].is_some() {
+        o[0] = Some(DType::F32);
+    }
+    Ok(())
+},
+"Mixed precision lamb_update_phase1: float32 mean, var and master weight32 (used for the weight decay); \
+ returns the float32 g for mp_lamb_update_phase2.",
+|p, v| {
+    let (mut m, mut s) = (v[2], v[3]);
+    let r = lamb1(p, v[4], v[1], &mut m, &mut s);
+    v[2] = m;
+    v[3] = s;
+    r
+});
+
+/// weight, g (and weight32) share a shape; r1 and r2 hold one value each.
+fn infer_shape_lamb2(
+    call: &OpCall,
+    ins: &mut [Option<Shape>],
+    outs: &mut [Option<Shape>],
+) -> Result<()> {
+    let op = call.name();
+    for k in [2, 3] {
+        if let Some(s) = &ins[k] {
+            if s.iter().product::<usize>() != 1 || s.is_empty() {
+                return Err(Error::Shape(format!(
+                    "{op}: {} must hold one value (shape (1,)), got shape {}",
+                    call.def.inputs[k],
+                    fmt_shape(s)
+                )));
+            }
+        }
+    }
+    let mut same: Vec<usize> = vec![0, 1];
+    if ins.len() > 4 {
+        same.push(4);
+    }
+    let known = same.iter().find_map(|&k| ins[k].clone());
+    let Some(s) = known.or_else(|| outs[0].clone()) else {
+        return Ok(());
+    };
+    for &k in &same {
+        match &ins[k] {
+            None => ins[k] = Some(s.clone()),
+            Some(t) if *t != s => {
+                return Err(Error::Shape(format!(
+                    "{op}: {} has shape {}, expected {} like weight",
+                    call.def.inputs[k],
+                    fmt_shape(t),
+                    fmt_shape(&s)
+                )))
+            }
+            _ => {}
+        }
+    }
+    outs[0] = Some(s);
+    Ok(())
+}
+
+/// LAMB phase 2: lr scaled by the trust ratio r1 / r2 (r1 bounded to
+/// [lower_bound, upper_bound] where they are >= 0; lr unchanged when r1 or
+/// r2 is 0); returns weight - lr * g (weight32 - lr * g for the mixed
+/// precision form, which leaves weight32 as it is, like MXNet 1.9.1).
+fn lamb2_kernel(call: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> {
+    let p = call.p::<OptParam>();
+    let ins: Vec<Raw> = i.iter().map(|b| Raw(b.raw_ptr(), b.dtype)).collect();
+    let out = Raw(o[0].raw_ptr(), o[0].dtype);
+    // SAFETY: r1 and r2 hold one element each (infer_shape)
+    let (mut r1, r2) = unsafe { (ins[2].get(0), ins[3].get(0)) };
+    if p.lower_bound >= 0.0 {
+        r1 = r1.max(p.lower_bound);
+    }
+    if p.upper_bound >= 0.0 {
+        r1 = r1.min(p.upper_bound);
+    }
+    let lr = if r1 == 0.0 || r2 == 0.0 {
+        p.lr
+    } else {
+        p.lr * r1 / r2
+    };
+    let master = ins.len() > 4;
+    let n = o[0].size();
+    let chunk = |lo: usize, hi: usize| {
+        for k in lo..hi {
+            // SAFETY: weight, g, weight32 and the output hold n elements of
+            // their dtypes; the engine gives this kernel exclusive access to
+            // the output; each element is read before it is written.
+            unsafe {
+                if master {
+                    out.set(k, ins[4].get(k) - lr * ins[1].get(k));
+                } else {
+                    out.set(k, ins[0].get(k) - lr * ins[1].get(k));
+                }
+            }
+        }
+    };
+    if n >= 2 * PAR_GRAIN {
+        crate::par::par_for(n.div_ceil(PAR_GRAIN), &|c| {
+            chunk(c * PAR_GRAIN, ((c + 1) * PAR_GRAIN).min(n))
+        });
+    } else {
+        chunk(0, n);
+    }
+    Ok(())
+}
+
+pub static LAMB2: OpDef = OpDef {
+    name: "lamb_update_phase2",
+    doc: "Phase 2 of LAMB: r1 = max(r1, lower_bound) if lower_bound >= 0, r1 = min(r1, upper_bound) if \
+          upper_bound >= 0; lr' = lr if r1 == 0 or r2 == 0, else lr * r1 / r2; weight = weight - lr' * g. \
+          g comes from lamb_update_phase1, r1 and r2 (shape (1,)) are the norms of weight and g.",
+    inputs: &["weight", "g", "r1", "r2"],
+    parse: |a| parse_lamb2(a, "lamb_update_phase2"),
+    infer_shape: infer_shape_lamb2,
+    infer_type: |c, i, o| infer_type_opt(c, i, o, 9),
+    cpu: Some(lamb2_kernel),
+    grad: Some(|_, _, x, _, _| Ok(vec![None; x.len()])),
+    ..OpDef::BASE
+};
+
+pub static MP_LAMB2: OpDef = OpDef {
+    name: "mp_lamb_update_phase2",
+    doc: "Mixed precision lamb_update_phase2: float32 g, r1, r2 and master weight32; returns \
+          weight32 - lr' * g cast to weight's dtype. As in MXNet 1.9.1, weight32 itself is not \
+          updated (MXNet's kernel only reads it; its documentation says otherwise).",
+    inputs: &["weight", "g", "r1", "r2", "weight32"],
+    parse: |a| parse_lamb2(a, "mp_lamb_update_phase2"),
+    infer_shape: infer_shape_lamb2,
+    infer_type: |c, i, o| infer_type_opt(c, i, o, 1),
+    cpu: Some(lamb2_kernel),
+    grad: Some(|_, _, x, _, _| Ok(vec![None; x.len()])),
+    ..OpDef::BASE
+};
+
 pub static OPS: &[&OpDef] = &[
     &SGD,
     &SGD_MOM,
@@ -419,6 +744,12 @@ pub static OPS: &[&OpDef] = &[
     &SIGNSGD,
     &SIGNUM,
     &ADAGRAD,
+    &MP_NAG_MOM,
+    &FTML,
+    &LAMB1,
+    &MP_LAMB1,
+    &LAMB2,
+    &MP_LAMB2,
 ];
 
 #[cfg(test)]
@@ -446,8 +777,10 @@ mod tests {
                 &[w.clone()],
             )
             .unwrap();
+            // the parameters as float32, like MXNet's
+            let (lr, m, wd) = (0.1f32 as f64, 0.9f32 as f64, 0.01f32 as f64);
             for k in 0..2 {
-                rm[k] = 0.9 * rm[k] - 0.1 * 0.01 * rw[k] - 0.1 * g[k].clamp(-1.0, 1.0);
+                rm[k] = m * rm[k] - lr * wd * rw[k] - lr * g[k].clamp(-1.0, 1.0);
                 rw[k] += rm[k];
             }
         }
@@ -468,8 +801,10 @@ mod tests {
             &[w.clone()],
         )
         .unwrap();
-        let (mm, vv) = (0.1 * 2.0, 0.001 * 4.0f64);
-        let want = 1.0 - 0.01 * mm / (vv.sqrt() + 1e-8);
+        // beta1, beta2, epsilon and lr as float32, like MXNet's
+        let f = |v: f32| v as f64;
+        let (mm, vv) = ((1.0 - f(0.9)) * 2.0, (1.0 - f(0.999)) * 4.0);
+        let want = 1.0 - f(0.01) * mm / (vv.sqrt() + f(1e-8));
         assert!((w.to_vec::<f64>().unwrap()[0] - want).abs() < 1e-12);
         let e = call_into("sgd_update", &[], &[w.clone(), w.clone()], &[w.clone()])
             .err()

@@ -92,6 +92,9 @@ pub struct OpDef {
     pub grad: Option<GradFn>,
     /// Inputs written in place (e.g. BatchNorm's moving statistics).
     pub mutates: &'static [usize],
+    /// For operators whose mutated inputs depend on the call (the states of
+    /// the variadic multi-tensor optimizer updates): replaces `mutates`.
+    pub mutates_of: Option<fn(&OpCall) -> Vec<usize>>,
     pub resources: &'static [Resource],
 }
 
@@ -107,6 +110,13 @@ impl OpDef {
     /// and `num_inputs` says how many of the first ones a call takes.
     pub fn is_variadic(&self) -> bool {
         self.num_inputs.is_some() && self.inputs.len() <= 1
+    }
+    /// The inputs a call writes in place.
+    pub fn mutated(&self, call: &OpCall) -> std::borrow::Cow<'static, [usize]> {
+        match self.mutates_of {
+            Some(f) => std::borrow::Cow::Owned(f(call)),
+            None => std::borrow::Cow::Borrowed(self.mutates),
+        }
     }
     pub fn input_names(&self, call: &OpCall) -> Vec<String> {
         let n = self.n_inputs(call);
@@ -149,6 +159,7 @@ impl OpDef {
         cpu: None,
         grad: None,
         mutates: &[],
+        mutates_of: None,
         resources: &[],
     };
 }
@@ -238,6 +249,7 @@ const FAMILIES: &[&[&OpDef]] = &[
     super::loss::OPS,
     super::sequence::OPS,
     super::optim::OPS,
+    super::optim_multi::OPS,
 ];
 
 struct Registry {
@@ -406,7 +418,7 @@ pub fn invoke(
     }
     let reads: Vec<crate::engine::Var> = inputs.iter().map(|a| a.var().clone()).collect();
     let mut writes: Vec<crate::engine::Var> = outputs.iter().map(|a| a.var().clone()).collect();
-    for &m in def.mutates {
+    for &m in def.mutated(&call).iter() {
         if let Some(a) = inputs.get(m) {
             writes.push(a.var().clone());
         }
