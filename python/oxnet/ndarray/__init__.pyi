@@ -78,6 +78,10 @@ def hard_sigmoid(data: Any, alpha: Any = ..., beta: Any = ..., out: Any = ...) -
     (clip's rule; MXNet's own kernel gives 0 on the two boundaries)."""
 
 
+def histogram(a: Any, bins: Any = ..., range: Any = ...) -> Any:
+    """Compute the histogram of the input data (flattened)."""
+
+
 def imperative_invoke(op: Any, inputs: Any, kwargs: Any = ..., out: Any = ..., ctx: Any = ...) -> Any:
     """Run operator ``op`` (an ``_native.Op`` or a name) on ``inputs``."""
 
@@ -146,6 +150,10 @@ def multiply(lhs: Any, rhs: Any) -> Any:
 
 def not_equal(lhs: Any, rhs: Any) -> Any:
     """1 where lhs != rhs, else 0, element-wise with broadcasting (MXNet's ``mx.nd.not_equal``)."""
+
+
+def onehot_encode(indices: Any, out: Any) -> Any:
+    """One-hot encoding of ``indices`` into the matrix ``out``."""
 
 
 def ones(shape: Any, ctx: Any = ..., dtype: Any = ..., **kwargs: Any) -> Any:
@@ -355,6 +363,18 @@ def add_n(*data: Any, out: Any = ..., name: Any = ..., **kwargs: Any) -> Any:
     """Sum of all input arrays (same shapes)."""
 
 
+def all_finite(data: Any = ..., init_output: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Whether all values of data (a float array) are finite, as a (1,) float32 array: 1 or 0 (used by AMP). init_output (default True) sets the output to 1 first; with False the output (pass out=) keeps its value unless a NaN or infinity is found."""
+
+
+def amp_cast(data: Any = ..., dtype: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Cast used by AMP: a float32 or float16 input is cast to dtype; any other input is returned unchanged (its dtype kept). The gradient is cast back to the input's dtype."""
+
+
+def amp_multicast(*data: Any, out: Any = ..., name: Any = ..., **kwargs: Any) -> Any:
+    """Cast used by AMP: the float32 and float16 inputs among num_outputs arrays are cast to the widest of their types (float32 if any is float32; with cast_narrow=True the narrowest: float16 if any is float16); other inputs are returned unchanged. One output per input; gradients are cast back to the inputs' dtypes."""
+
+
 def arccos(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Element-wise inverse cosine."""
 
@@ -393,6 +413,10 @@ def argsort(data: Any = ..., axis: Any = ..., is_ascend: Any = ..., dtype: Any =
 
 def batch_dot(lhs: Any = ..., rhs: Any = ..., transpose_a: Any = ..., transpose_b: Any = ..., forward_stype: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Batched matrix product of (B, M, K) and (B, K, N) arrays (transpose_a / transpose_b transpose the last two axes of each operand)."""
+
+
+def batch_take(a: Any = ..., indices: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Deprecated (use pick): output[i] = a[i, indices[i]] for a of shape (d0, d1) and int32 indices of d0 elements (any shape; the output has the indices' shape). Indices are clipped to [0, d1). An N-d `a` is read as rows of its last dimension. Not differentiable (as in MXNet)."""
 
 
 def broadcast_add(lhs: Any = ..., rhs: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
@@ -503,6 +527,10 @@ def ceil(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **
     """Element-wise ceiling."""
 
 
+def choose_element_0index(data: Any = ..., index: Any = ..., axis: Any = ..., keepdims: Any = ..., mode: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Pick one element per position along axis, at the given index (mode clip or wrap)."""
+
+
 def clip(data: Any = ..., a_min: Any = ..., a_max: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Clip values to [a_min, a_max]."""
 
@@ -521,6 +549,10 @@ def cosh(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **
 
 def crop(data: Any = ..., begin: Any = ..., end: Any = ..., step: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Slice with begin, end and step per leading axis (None entries take the defaults; negative values count from the end)."""
+
+
+def cumsum(a: Any = ..., axis: Any = ..., dtype: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Cumulative sum of the elements of a along axis (None: over the flattened array, giving a 1-D result). dtype (float16, float32, float64, int32, int64, int8) is the type of the result and of the accumulator; each element is converted to it before it is added. By default the result has a's dtype (bool becomes int64)."""
 
 
 def degrees(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
@@ -571,6 +603,10 @@ def expm1(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., *
     """Element-wise exp(x) - 1."""
 
 
+def fill_element_0index(lhs: Any = ..., mhs: Any = ..., rhs: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Copy of the matrix lhs (n, m) with lhs[i, rhs[i]] = mhs[i] for each row i (rhs holds 0-based column indices, truncated to integers; rows whose index is outside [0, m) stay unchanged). mhs has lhs's dtype. Not differentiable (as in MXNet)."""
+
+
 def fix(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Round towards zero."""
 
@@ -591,12 +627,24 @@ def ftrl_update(weight: Any = ..., grad: Any = ..., z: Any = ..., n: Any = ..., 
     """FTRL-proximal: g = clip(rescale_grad * grad); z += g - (sqrt(n + g^2) - sqrt(n)) * weight / lr; n += g^2; weight = (sign(z) * lamda1 - z) / ((beta + sqrt(n)) / lr + wd) where |z| > lamda1, else 0."""
 
 
+def gamma(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Element-wise gamma function (extension of the factorial to the reals): gamma(n) = (n-1)!. NaN at the negative integers and -inf, +inf at +0 and large x, -inf at -0. Takes data; returns an array of its shape and dtype (integer inputs are computed in float64 and truncated)."""
+
+
+def gammaln(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Element-wise log of the absolute value of the gamma function: +inf at the poles (0 and the negative integers) and at +-inf. Takes data; returns an array of its shape and dtype."""
+
+
 def gather_nd(data: Any = ..., indices: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """out[y, ...] = data[indices[0, y], ..., indices[M-1, y], ...] for indices of shape (M, Y...); output shape Y + data.shape[M:]. Negative indices count from the end."""
 
 
 def identity(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Copy of the input."""
+
+
+def khatri_rao(*data: Any, out: Any = ..., name: Any = ..., **kwargs: Any) -> Any:
+    """Column-wise Khatri-Rao product of num_args matrices A_i (M_i, N): the result (M_1 * ... * M_n, N) has as column k the Kronecker product of the k-th columns (the first matrix varies slowest). Float inputs of one dtype."""
 
 
 def log(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
@@ -653,6 +701,14 @@ def mp_sgd_mom_update(weight: Any = ..., grad: Any = ..., mom: Any = ..., weight
 
 def mp_sgd_update(weight: Any = ..., grad: Any = ..., weight32: Any = ..., lr: Any = ..., wd: Any = ..., rescale_grad: Any = ..., clip_gradient: Any = ..., lazy_update: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Mixed precision sgd_update: the float32 master weight32 is updated in place and weight = weight32 cast."""
+
+
+def multi_all_finite(*data: Any, out: Any = ..., name: Any = ..., **kwargs: Any) -> Any:
+    """Whether all values of the num_arrays float arrays are finite, as a (1,) float32 array: 1 or 0 (used by AMP). init_output as in all_finite."""
+
+
+def multi_sum_sq(*data: Any, out: Any = ..., name: Any = ..., **kwargs: Any) -> Any:
+    """The sum of squares of each of num_arrays float arrays (one dtype), as a float32 array of num_arrays values. Squares are taken in the arrays' dtype (a float16 square may overflow to inf)."""
 
 
 def nag_mom_update(weight: Any = ..., grad: Any = ..., mom: Any = ..., lr: Any = ..., momentum: Any = ..., wd: Any = ..., rescale_grad: Any = ..., clip_gradient: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
@@ -729,6 +785,10 @@ def relu(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **
 
 def repeat(data: Any = ..., repeats: Any = ..., axis: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Repeat each element `repeats` times along `axis` (the flattened array when axis is None)."""
+
+
+def reset_arrays(*data: Any, out: Any = ..., name: Any = ..., **kwargs: Any) -> Any:
+    """Set the num_arrays float arrays to zero in place (no output; returns an empty list). At most 4096 arrays per call."""
 
 
 def reshape(data: Any = ..., shape: Any = ..., reverse: Any = ..., target_shape: Any = ..., keep_highest: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:

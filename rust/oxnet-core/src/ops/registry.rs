@@ -238,6 +238,8 @@ const FAMILIES: &[&[&OpDef]] = &[
     super::loss::OPS,
     super::sequence::OPS,
     super::optim::OPS,
+    super::special::OPS,
+    super::misc::OPS,
 ];
 
 struct Registry {
