@@ -10,6 +10,7 @@
 //! is +inf at every pole, digamma is the largest float64 there (which
 //! becomes +inf in float32 / float16), as in MXNet's kernels.
 use super::attrs::Attrs;
+use super::kernels::{map1, map2};
 use super::registry::{infer_shape_same, OpCall, OpDef, Params};
 use crate::base::dtype::Elem;
 use crate::base::shape::numel;
@@ -173,10 +174,7 @@ pub(crate) fn digamma64(x: f64) -> f64 {
 
 fn unary64(x: &Blob, y: &Blob, f: fn(f64) -> f64) {
     dispatch_dtype!(x.dtype, T => {
-        let (xv, yv) = (x.data::<T>(), y.data_mut::<T>());
-        for (o, &v) in yv.iter_mut().zip(xv) {
-            *o = T::from_f64(f(v.to_f64()));
-        }
+        map1(x.data::<T>(), y.data_mut::<T>(), |v| T::from_f64(f(v.to_f64())))
     });
 }
 
@@ -193,14 +191,13 @@ fn work(t: DType, v: f64) -> f64 {
 
 /// ograd * d(x) for the gradient factor d(x) = f(x) (in the working type,
 /// then rounded to the element type).
-fn backward64(g: &Blob, x: &Blob, y: &Blob, f: impl Fn(f64) -> f64) {
-    let t = x.dtype;
-    dispatch_dtype!(t, T => {
-        let (gv, xv, yv) = (g.data::<T>(), x.data::<T>(), y.data_mut::<T>());
-        for ((o, &gi), &xi) in yv.iter_mut().zip(gv).zip(xv) {
+fn backward64(g: &Blob, x: &Blob, y: &Blob, f: impl Fn(f64) -> f64 + Sync) {
+    dispatch_dtype!(x.dtype, T => {
+        let sh = &x.shape;
+        map2(g.data::<T>(), sh, x.data::<T>(), sh, y.data_mut::<T>(), sh, |gi, xi| {
             let d = T::from_f64(f(xi.to_f64())).to_f64();
-            *o = T::from_f64(gi.to_f64() * d);
-        }
+            T::from_f64(gi.to_f64() * d)
+        })
     });
 }
 
