@@ -11,7 +11,7 @@
 //! becomes +inf in float32 / float16), as in MXNet's kernels.
 use super::attrs::Attrs;
 use super::kernels::{map1, map2};
-use super::registry::{infer_shape_same, OpCall, OpDef, Params};
+use super::registry::{infer_shape_same, OpDef, Params};
 use crate::base::dtype::Elem;
 use crate::base::shape::numel;
 use crate::base::{fmt_shape, DType};
@@ -201,14 +201,6 @@ fn backward64(g: &Blob, x: &Blob, y: &Blob, f: impl Fn(f64) -> f64 + Sync) {
     });
 }
 
-fn infer_backward_shape(
-    call: &OpCall,
-    ins: &mut [Option<crate::base::Shape>],
-    outs: &mut [Option<crate::base::Shape>],
-) -> Result<()> {
-    infer_shape_same(call, ins, outs)
-}
-
 pub static GAMMA: OpDef = OpDef {
     name: "gamma",
     doc:
@@ -229,7 +221,7 @@ pub static GAMMA_GRAD: OpDef = OpDef {
     doc:
         "Gradient of gamma: ograd * gamma(data) * digamma(data) (each factor in the element type).",
     inputs: &["ograd", "data"],
-    infer_shape: infer_backward_shape,
+    infer_shape: infer_shape_same,
     cpu: Some(|_, i, o, _| {
         // gamma(x) * psi(x), each and their product in the working type
         let t = i[1].dtype;
@@ -265,7 +257,7 @@ pub static GAMMALN_GRAD: OpDef = OpDef {
     doc:
         "Gradient of gammaln: ograd * digamma(data) (digamma is the largest float64 at the poles).",
     inputs: &["ograd", "data"],
-    infer_shape: infer_backward_shape,
+    infer_shape: infer_shape_same,
     cpu: Some(|_, i, o, _| {
         let t = i[1].dtype;
         backward64(&i[0], &i[1], &o[0], |x| work(t, digamma64(x)));
