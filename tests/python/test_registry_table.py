@@ -1247,6 +1247,95 @@ TABLE.update({
 })
 
 
+# -- misc tensor operators: gamma, gammaln, cumsum, histogram, khatri_rao, the legacy
+# batch_take / fill_element_0index / onehot_encode, the AMP helpers ---------------------
+
+def _misc_kr(*ms):
+    out = ms[0]
+    for m in ms[1:]:
+        out = np.einsum("ik,jk->ijk", out, m).reshape(-1, m.shape[1])
+    return out
+
+
+def _misc_batch_take(a, idx):
+    m = a.shape[-1]
+    rows = a.reshape(-1, m)
+    return rows[np.arange(rows.shape[0]), np.clip(idx.ravel(), 0, m - 1)].reshape(idx.shape)
+
+
+def _misc_fill(lhs, mhs, rhs):
+    y = lhs.copy()
+    for i, (v, j) in enumerate(zip(mhs, np.trunc(rhs))):
+        if 0 <= j < lhs.shape[1]:
+            y[i, int(j)] = v
+    return y
+
+
+def _misc_onehot(idx, like):
+    y = np.zeros_like(like)
+    for i, j in enumerate(np.trunc(idx)):
+        if 0 <= j < y.shape[1]:
+            y[i, int(j)] = 1
+    return y
+
+
+def _misc_reset_check():
+    a, b = mx.nd.array(U(3, 4)), mx.nd.array(U(5), dtype="float64")
+    assert mx.nd.reset_arrays(a, b, num_arrays=2) == []
+    assert (a.asnumpy() == 0).all() and (b.asnumpy() == 0).all()
+    _raises(lambda: mx.nd.reset_arrays(mx.nd.ones((2,), dtype="int32"), num_arrays=1), "floating point")
+
+
+_misc_gamma = np.vectorize(math.gamma)
+_misc_gammaln = np.vectorize(math.lgamma)
+_misc_data = U(40, lo=-1.0, hi=2.0)
+
+TABLE.update({
+    "gamma": [ref([U(3, 4, lo=0.2, hi=4.0)], _misc_gamma),
+              ref([A([-2.5, -1.3, -0.7, -0.3, 0.4, 5.5])], _misc_gamma, id="negative")],
+    "gammaln": [ref([U(3, 4, lo=0.2, hi=6.0)], _misc_gammaln),
+                ref([A([-2.5, -1.3, -0.7, -0.3, 0.4, 30.5])], _misc_gammaln, id="negative")],
+    "_backward_gamma": [via("gamma")],
+    "_backward_gammaln": [via("gammaln")],
+    "cumsum": [ref([U(2, 3, 4)], lambda a: np.cumsum(a), id="flat"),
+               ref([U(2, 3, 4)], lambda a, axis: np.cumsum(a, axis=axis), {"axis": 1}, id="axis1"),
+               ref([U(2, 3, 4)], lambda a, axis: np.cumsum(a, axis=axis), {"axis": -1}, id="axis-1"),
+               ref([U(3, 4)], lambda a, axis, dtype: np.cumsum(a, axis=axis), {"axis": 0, "dtype": "float64"},
+                   odt=np.float64, id="dtype")],
+    "_backward_np_cumsum": [via("cumsum")],
+    "_histogram": [ref([_misc_data], lambda d, bin_cnt, range: list(np.histogram(d, bin_cnt, range)),
+                       {"bin_cnt": 6, "range": (-0.5, 1.5)}, grad=False, odt=[np.int64, np.float32], id="uniform"),
+                   ref([_misc_data, A([-1.0, -0.2, 0.1, 0.9, 2.0])], lambda d, b: list(np.histogram(d, b)),
+                       grad=False, odt=[np.int64, np.float32], id="edges")],
+    "khatri_rao": [ref([U(2, 3), U(4, 3)], _misc_kr),
+                   ref([U(2, 2), U(3, 2), U(2, 2)], _misc_kr, id="three"),
+                   ref([U(3, 2)], _misc_kr, id="one")],
+    "_backward_khatri_rao": [via("khatri_rao")],
+    "batch_take": [ref([U(3, 4), A([0, 3, -1], np.int32)], _misc_batch_take, grad=False),
+                   ref([U(2, 3, 4), A([[0, 1, 2], [9, 3, 1]], np.int32)], _misc_batch_take, grad=False, id="3d")],
+    "fill_element_0index": [ref([U(3, 4), U(3), A([1, 5, -0.5])], _misc_fill, grad=False)],
+    "_onehot_encode": [ref([A([0, 2, 7, -1.5]), np.zeros((4, 5), np.float32)], _misc_onehot, grad=False)],
+    "all_finite": [ref([U(3, 4)], lambda x: np.ones(1), grad=False, odt=np.float32),
+                   ref([A([1.0, np.inf, 2.0])], lambda x, init_output: np.zeros(1), {"init_output": True},
+                       grad=False, odt=np.float32, id="inf")],
+    "multi_all_finite": [ref([U(3), A([1.0, np.nan])], lambda a, b, num_arrays: np.zeros(1), {"num_arrays": 2},
+                             grad=False, odt=np.float32),
+                         ref([U(3), U(2, 2)], lambda a, b, num_arrays: np.ones(1), {"num_arrays": 2},
+                             grad=False, odt=np.float32, id="finite")],
+    "reset_arrays": [prop(_misc_reset_check)],
+    "amp_cast": [ref([U(3, 4)], lambda x, dtype: x, {"dtype": "float16"}, odt=np.float16, rtol=1e-3, atol=1e-3),
+                 ref([U(3).astype(np.float16)], lambda x, dtype: x, {"dtype": "float32"}, odt=np.float32,
+                     id="widen"),
+                 ref([A([1, 2], np.int32)], lambda x, dtype: x, {"dtype": "float16"}, grad=False, odt=np.int32,
+                     id="int-unchanged")],
+    "amp_multicast": [ref([U(3).astype(np.float16), U(2, 2)], lambda a, b, num_outputs: [a, b], {"num_outputs": 2},
+                          odt=[np.float32, np.float32]),
+                      ref([U(3).astype(np.float16), U(2, 2)], lambda a, b, num_outputs, cast_narrow: [a, b],
+                          {"num_outputs": 2, "cast_narrow": True}, odt=[np.float16, np.float16], rtol=1e-3,
+                          atol=1e-3, id="narrow")],
+})
+
+
 def test_aliases_resolve_to_entries():
     """Every registered name (aliases included) reaches a table entry, and
     the public ones are callable as mx.nd functions."""

@@ -43,6 +43,7 @@ from .ndarray import (  # noqa: F401
     true_divide,
     unravel_index,
 )
+from .legacy import all_finite, histogram, multi_all_finite, onehot_encode  # noqa: F401
 from . import op  # noqa: F401
 from . import random  # noqa: F401
 from . import _internal  # noqa: F401

@@ -17,6 +17,11 @@ def add(lhs: Any, rhs: Any) -> Any:
     """lhs + rhs, element-wise with broadcasting (MXNet's ``mx.nd.add``)."""
 
 
+def all_finite(data: Any, init_output: Any = ..., out: Any = ..., name: Any = ...) -> Any:
+    """Check whether every value of the float array ``data`` is finite (used
+    by AMP)."""
+
+
 def arange(start: Any, stop: Any = ..., step: Any = ..., repeat: Any = ..., infer_range: Any = ..., ctx: Any = ..., dtype: Any = ...) -> Any:
     """Evenly spaced values in [start, stop) (``arange(n)`` gives 0..n-1),
     each repeated ``repeat`` times. Returns a 1-D NDArray (float32 default)."""
@@ -76,6 +81,10 @@ def hard_sigmoid(data: Any, alpha: Any = ..., beta: Any = ..., out: Any = ...) -
     ``mx.nd.hard_sigmoid``). Returns an NDArray like ``data`` (or ``out``);
     its gradient is ``alpha`` where ``alpha * data + beta`` lies in [0, 1]
     (clip's rule; MXNet's own kernel gives 0 on the two boundaries)."""
+
+
+def histogram(a: Any, bins: Any = ..., range: Any = ...) -> Any:
+    """Compute the histogram of the input data (flattened)."""
 
 
 def imperative_invoke(op: Any, inputs: Any, kwargs: Any = ..., out: Any = ..., ctx: Any = ...) -> Any:
@@ -140,12 +149,22 @@ def moveaxis(tensor: Any, source: Any, destination: Any) -> Any:
     """Move axis ``source`` of ``tensor`` to position ``destination``."""
 
 
+def multi_all_finite(*data: Any, num_arrays: Any = ..., init_output: Any = ..., out: Any = ..., name: Any = ...) -> Any:
+    """Check whether every value of the ``num_arrays`` float arrays ``data``
+    is finite (used by AMP); ``init_output`` and ``out`` as in
+    :func:`all_finite`."""
+
+
 def multiply(lhs: Any, rhs: Any) -> Any:
     """lhs * rhs, element-wise with broadcasting (MXNet's ``mx.nd.multiply``)."""
 
 
 def not_equal(lhs: Any, rhs: Any) -> Any:
     """1 where lhs != rhs, else 0, element-wise with broadcasting (MXNet's ``mx.nd.not_equal``)."""
+
+
+def onehot_encode(indices: Any, out: Any) -> Any:
+    """One-hot encoding of ``indices`` into the matrix ``out``."""
 
 
 def ones(shape: Any, ctx: Any = ..., dtype: Any = ..., **kwargs: Any) -> Any:
@@ -387,6 +406,14 @@ def add_n(*data: Any, out: Any = ..., name: Any = ..., **kwargs: Any) -> Any:
     """Sum of all input arrays (same shapes)."""
 
 
+def amp_cast(data: Any = ..., dtype: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Cast used by AMP: a float32 or float16 input is cast to dtype; any other input is returned unchanged (its dtype kept). The gradient is cast back to the input's dtype."""
+
+
+def amp_multicast(*data: Any, out: Any = ..., name: Any = ..., **kwargs: Any) -> Any:
+    """Cast used by AMP: the float32 and float16 inputs among num_outputs arrays are cast to the widest of their types (float32 if any is float32; with cast_narrow=True the narrowest: float16 if any is float16); other inputs are returned unchanged. One output per input; gradients are cast back to the inputs' dtypes."""
+
+
 def arccos(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Element-wise inverse cosine."""
 
@@ -425,6 +452,10 @@ def argsort(data: Any = ..., axis: Any = ..., is_ascend: Any = ..., dtype: Any =
 
 def batch_dot(lhs: Any = ..., rhs: Any = ..., transpose_a: Any = ..., transpose_b: Any = ..., forward_stype: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Batched matrix product of (B, M, K) and (B, K, N) arrays (transpose_a / transpose_b transpose the last two axes of each operand)."""
+
+
+def batch_take(a: Any = ..., indices: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Deprecated (use pick): output[i] = a[i, indices[i]] for a of shape (d0, d1) and int32 indices of d0 elements (any shape; the output has the indices' shape). Indices are clipped to [0, d1). An N-d `a` is read as rows of its last dimension. Not differentiable (as in MXNet)."""
 
 
 def broadcast_add(lhs: Any = ..., rhs: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
@@ -535,6 +566,10 @@ def ceil(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **
     """Element-wise ceiling."""
 
 
+def choose_element_0index(data: Any = ..., index: Any = ..., axis: Any = ..., keepdims: Any = ..., mode: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Pick one element per position along axis, at the given index (mode clip or wrap)."""
+
+
 def clip(data: Any = ..., a_min: Any = ..., a_max: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Clip values to [a_min, a_max]."""
 
@@ -561,6 +596,10 @@ def crop(data: Any = ..., begin: Any = ..., end: Any = ..., step: Any = ..., *, 
 
 def ctc_loss(data: Any = ..., label: Any = ..., data_lengths: Any = ..., label_lengths: Any = ..., use_data_lengths: Any = ..., use_label_lengths: Any = ..., blank_label: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Connectionist Temporal Classification loss. data (sequence_length, batch_size, alphabet_size) holds unnormalised activations (softmax is applied inside); label (batch_size, label_sequence_length) holds label ids. blank_label='first' reserves id 0 for the blank and pads labels with 0; 'last' reserves alphabet_size-1 and pads with -1; a label ends at its first padding value unless use_label_lengths (then label_lengths (batch_size,) gives the lengths). use_data_lengths: data_lengths (batch_size,) gives each sequence's length (default: sequence_length). Returns the loss -log p(label | data) per sample, shape (batch_size,); a label that cannot fit its sequence gives 0 (as MXNet). Gradient for data only."""
+
+
+def cumsum(a: Any = ..., axis: Any = ..., dtype: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Cumulative sum of the elements of a along axis (None: over the flattened array, giving a 1-D result). dtype (float16, float32, float64, int32, int64, int8) is the type of the result and of the accumulator; each element is converted to it before it is added. By default the result has a's dtype (bool becomes int64)."""
 
 
 def degrees(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
@@ -611,6 +650,10 @@ def expm1(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., *
     """Element-wise exp(x) - 1."""
 
 
+def fill_element_0index(lhs: Any = ..., mhs: Any = ..., rhs: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Copy of the matrix lhs (n, m) with lhs[i, rhs[i]] = mhs[i] for each row i (rhs holds 0-based column indices, truncated to integers; rows whose index is outside [0, m) stay unchanged). mhs has lhs's dtype. Not differentiable (as in MXNet)."""
+
+
 def fix(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Round towards zero."""
 
@@ -635,6 +678,14 @@ def ftrl_update(weight: Any = ..., grad: Any = ..., z: Any = ..., n: Any = ..., 
     """FTRL-proximal: g = clip(rescale_grad * grad); z += g - (sqrt(n + g^2) - sqrt(n)) * weight / lr; n += g^2; weight = (sign(z) * lamda1 - z) / ((beta + sqrt(n)) / lr + wd) where |z| > lamda1, else 0."""
 
 
+def gamma(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Element-wise gamma function (extension of the factorial to the reals): gamma(n) = (n-1)!. NaN at the negative integers and -inf, +inf at +0 and large x, -inf at -0. Takes data; returns an array of its shape and dtype (integer inputs are computed in float64 and truncated)."""
+
+
+def gammaln(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Element-wise log of the absolute value of the gamma function: +inf at the poles (0 and the negative integers) and at +-inf. Takes data; returns an array of its shape and dtype."""
+
+
 def gather_nd(data: Any = ..., indices: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """out[y, ...] = data[indices[0, y], ..., indices[M-1, y], ...] for indices of shape (M, Y...); output shape Y + data.shape[M:]. Negative indices count from the end."""
 
@@ -645,6 +696,10 @@ def identity(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ...
 
 def im2col(data: Any = ..., kernel: Any = ..., stride: Any = ..., dilate: Any = ..., pad: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Extract sliding blocks from data (N, C, *spatial) with 1, 2 or 3 spatial axes into columns (N, C * prod(kernel), L), where L is the number of block positions (the spatial size of a convolution's output with the same kernel, stride, dilate and pad). Row index = (channel, kernel offset), column index = block position; padding reads as zero. Gradient: col2im."""
+
+
+def khatri_rao(*data: Any, out: Any = ..., name: Any = ..., **kwargs: Any) -> Any:
+    """Column-wise Khatri-Rao product of num_args matrices A_i (M_i, N): the result (M_1 * ... * M_n, N) has as column k the Kronecker product of the k-th columns (the first matrix varies slowest). Float inputs of one dtype."""
 
 
 def lamb_update_phase1(weight: Any = ..., grad: Any = ..., mean: Any = ..., var: Any = ..., beta1: Any = ..., beta2: Any = ..., epsilon: Any = ..., t: Any = ..., bias_correction: Any = ..., wd: Any = ..., rescale_grad: Any = ..., clip_gradient: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
@@ -837,6 +892,10 @@ def relu(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **
 
 def repeat(data: Any = ..., repeats: Any = ..., axis: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Repeat each element `repeats` times along `axis` (the flattened array when axis is None)."""
+
+
+def reset_arrays(*data: Any, out: Any = ..., name: Any = ..., **kwargs: Any) -> Any:
+    """Set the num_arrays float arrays to zero in place (no output; returns an empty list)."""
 
 
 def reshape(data: Any = ..., shape: Any = ..., reverse: Any = ..., target_shape: Any = ..., keep_highest: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:

@@ -344,6 +344,7 @@ fn pick_plan(
 
 pub static PICK: OpDef = OpDef {
     name: "pick",
+    aliases: &["choose_element_0index"],
     doc: "Pick one element per position along axis, at the given index (mode clip or wrap).",
     inputs: &["data", "index"],
     parse: |a| Ok(Box::new(parse_pick("pick", a)?)),

@@ -6,6 +6,7 @@ pub mod init;
 pub mod kernels;
 pub mod loss;
 pub mod matrix;
+pub mod misc;
 pub mod nn;
 pub mod norm;
 pub mod optim;
@@ -16,6 +17,7 @@ pub mod registry;
 pub mod sequence;
 pub mod sgemm;
 pub mod shape;
+pub mod special;
 
 pub use attrs::Attrs;
 pub use registry::{call, invoke, lookup, OpCall, OpDef};

@@ -250,6 +250,8 @@ const FAMILIES: &[&[&OpDef]] = &[
     super::sequence::OPS,
     super::optim::OPS,
     super::optim_multi::OPS,
+    super::special::OPS,
+    super::misc::OPS,
 ];
 
 struct Registry {
@@ -353,11 +355,19 @@ pub fn invoke(
     let _api = crate::profiler::ApiScope::new("MXImperativeInvoke", def.name);
     let n_in = def.n_inputs(&call);
     if inputs.len() != n_in {
+        // a variadic count can be anything the caller typed: name the
+        // inputs only when there are few of them
+        let names = if def.is_variadic() && n_in > 8 {
+            let prefix = def.inputs.first().copied().unwrap_or("arg");
+            format!("{prefix}0 .. {prefix}{}", n_in - 1)
+        } else {
+            def.input_names(&call).join(", ")
+        };
         return Err(Error::Param(format!(
             "{}: expected {} input(s) ({}), got {}",
             def.name,
             n_in,
-            def.input_names(&call).join(", "),
+            names,
             inputs.len()
         )));
     }
