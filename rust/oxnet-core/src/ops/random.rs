@@ -30,7 +30,33 @@ fn fill_blocks<T: Send>(ctx: crate::Context, out: &mut [T], f: impl Fn(&mut Rng,
     }
 }
 
-fn no_grad(
+/// Fill `out` block by block like [`fill_blocks`]; `f(rng, i)` gives the
+/// value of element `i` (for samplers whose distribution depends on the
+/// element's position, e.g. one distribution per parameter element).
+pub(crate) fn fill_indexed<T: Send>(
+    ctx: crate::Context,
+    out: &mut [T],
+    f: impl Fn(&mut Rng, usize) -> T + Sync,
+) {
+    let nblocks = out.len().div_ceil(BLOCK);
+    let mut gens: Vec<Rng> = with_rng(ctx, |rng| {
+        (0..nblocks).map(|b| rng.fork(b as u64)).collect()
+    });
+    let run = |b: usize, c: &mut [T], g: &mut Rng| {
+        for (j, v) in c.iter_mut().enumerate() {
+            *v = f(g, b * BLOCK + j);
+        }
+    };
+    if nblocks > 2 {
+        crate::par::par_chunks_mut2(out, BLOCK, &mut gens, 1, |b, c, g| run(b, c, &mut g[0]));
+    } else {
+        for (b, (c, g)) in out.chunks_mut(BLOCK).zip(gens.iter_mut()).enumerate() {
+            run(b, c, g);
+        }
+    }
+}
+
+pub(crate) fn no_grad(
     _: &OpCall,
     _: &mut dyn GradBuilder,
     x: &[Entry],
@@ -57,7 +83,7 @@ fn out_type(c: &OpCall, _: &mut [Option<DType>], outs: &mut [Option<DType>]) -> 
     Ok(())
 }
 
-fn float_dtype(a: &Attrs, op: &str) -> Result<DType> {
+pub(crate) fn float_dtype(a: &Attrs, op: &str) -> Result<DType> {
     let d = a.p(op).dtype("dtype", DType::F32)?;
     if !d.is_float() {
         return Err(Error::DType(format!(
@@ -68,7 +94,7 @@ fn float_dtype(a: &Attrs, op: &str) -> Result<DType> {
     Ok(d)
 }
 
-fn parse_shape(a: &Attrs, op: &str) -> Result<Shape> {
+pub(crate) fn parse_shape(a: &Attrs, op: &str) -> Result<Shape> {
     Ok(a.p(op).shape("shape")?.unwrap_or_default())
 }
 
