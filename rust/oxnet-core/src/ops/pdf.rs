@@ -238,14 +238,12 @@ fn check_shapes(c: &OpCall, ins: &mut [Option<Shape>], first: usize) -> Result<O
         return Ok(None);
     };
     let dirichlet = c.p::<PdfParam>().dist == Pdf::Dirichlet;
-    if dirichlet {
-        if ps.is_empty() || ss.is_empty() || ps[ps.len() - 1] != ss[ss.len() - 1] {
-            return Err(Error::Shape(format!(
-                "{op}: sample of shape {} and alpha of shape {} must both end with the k components of the distribution",
-                fmt_shape(&ss),
-                fmt_shape(&ps)
-            )));
-        }
+    if dirichlet && (ps.is_empty() || ss.is_empty() || ps[ps.len() - 1] != ss[ss.len() - 1]) {
+        return Err(Error::Shape(format!(
+            "{op}: sample of shape {} and alpha of shape {} must both end with the k components of the distribution",
+            fmt_shape(&ss),
+            fmt_shape(&ps)
+        )));
     }
     let lead = if dirichlet { ps.len() - 1 } else { ps.len() };
     let slead = if dirichlet { ss.len() - 1 } else { ss.len() };
@@ -406,9 +404,9 @@ fn dirichlet_log(x: &[f64], al: &[f64]) -> f64 {
 
 fn dirichlet_dims(i: &[Blob]) -> (usize, usize, usize) {
     let k = *i[1].shape.last().unwrap_or(&1);
-    let ns = if k == 0 { 0 } else { i[0].size() / k };
-    let np = if k == 0 { 0 } else { i[1].size() / k };
-    let m = if np == 0 { 0 } else { ns / np };
+    let ns = i[0].size().checked_div(k).unwrap_or(0);
+    let np = i[1].size().checked_div(k).unwrap_or(0);
+    let m = ns.checked_div(np).unwrap_or(0);
     (k, ns, m)
 }
 

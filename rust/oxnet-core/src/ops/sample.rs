@@ -735,10 +735,9 @@ pub static BACKWARD_MULTINOMIAL: OpDef = OpDef {
     cpu: Some(|_, i, o, _| {
         let (g, d, s) = (to_f64(&i[0]), to_f64(&i[1]), to_f64(&i[2]));
         let kk = *i[1].shape.last().unwrap_or(&1);
-        let rows = if kk == 0 { 0 } else { d.len() / kk };
+        let rows = d.len().checked_div(kk).unwrap_or(0);
         let mut gd = vec![0.0; d.len()];
-        if rows > 0 {
-            let m = g.len() / rows;
+        if let Some(m) = g.len().checked_div(rows) {
             for (t, (&gt, &st)) in g.iter().zip(&s).enumerate() {
                 let j = st as usize;
                 if gt != 0.0 && j < kk {
