@@ -535,6 +535,59 @@ mod tests {
     }
 
     #[test]
+    fn distribution_samplers_do_not_depend_on_thread_count() {
+        let _g = LOCK.lock();
+        let run_kernel =
+            |name: &str, attrs: &[(&str, &str)], inputs: &[NDArray], shape: &[usize]| {
+                let out = NDArray::empty(shape, crate::DType::F32, Context::cpu(0)).unwrap();
+                let def = crate::ops::registry::lookup(name).unwrap();
+                let c = crate::ops::registry::parse_call(def, crate::ops::Attrs::from_pairs(attrs))
+                    .unwrap();
+                let ib: Vec<_> = inputs.iter().map(|a| a.blob().unwrap()).collect();
+                (def.cpu.unwrap())(
+                    &c,
+                    &ib,
+                    &[out.blob().unwrap()],
+                    &crate::ops::registry::KernelCtx {
+                        ctx: Context::cpu(0),
+                        is_train: false,
+                    },
+                )
+                .unwrap();
+                out.to_vec::<f32>().unwrap()
+            };
+        let lam = NDArray::from_vec(vec![0.5f32, 40.0], &[2], Context::cpu(0)).unwrap();
+        let cases: Vec<(&str, Vec<(&str, &str)>, Vec<NDArray>, Vec<usize>)> = vec![
+            (
+                "_random_gamma",
+                vec![("alpha", "0.7"), ("shape", "(30000,)")],
+                vec![],
+                vec![30000],
+            ),
+            (
+                "_sample_poisson",
+                vec![("shape", "(15000,)")],
+                vec![lam.clone()],
+                vec![2, 15000],
+            ),
+        ];
+        for (name, attrs, inputs, shape) in cases {
+            seed(5, None);
+            let a = call(name, &attrs, &inputs).unwrap().remove(0);
+            let a = a.to_vec::<f32>().unwrap();
+            seed(5, None);
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .build()
+                .unwrap();
+            // Wait for the seed before running the kernel outside the engine.
+            crate::engine::wait_for_var(&crate::random::rng_var(Context::cpu(0)), false).unwrap();
+            let b = pool.install(|| run_kernel(name, &attrs, &inputs, &shape));
+            assert_eq!(a, b, "{name}");
+        }
+    }
+
+    #[test]
     fn parameter_errors() {
         let _g = LOCK.lock();
         let e = call("uniform", &[("low", "2"), ("high", "1")], &[])
