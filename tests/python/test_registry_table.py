@@ -1336,6 +1336,222 @@ TABLE.update({
 })
 
 
+# Random distributions (samplers, *_like, _sample_*, multinomial, densities):
+# seeded property checks of shape, dtype, reproducibility and moments; NumPy
+# references and numerical gradients for the densities.
+def _moments_ok(name, v, mean, var, kurt):
+    """Sample mean within 6 standard errors of ``mean``; sample variance
+    within 6 standard errors (sigma^2 sqrt((excess kurtosis + 2) / n)) of
+    ``var``. Deterministic: the draws are seeded."""
+    v = np.asarray(v, np.float64).ravel()
+    n = v.size
+    m, s2 = v.mean(), v.var()
+    assert abs(m - mean) < 6 * math.sqrt(var / n), f"{name}: mean {m}, expected {mean}"
+    assert abs(s2 - var) < 6 * var * math.sqrt((kurt + 2) / n), f"{name}: variance {s2}, expected {var}"
+
+
+def _draws(fn, integral, dtype, shape):
+    def run():
+        a = _seeded(fn)
+        b = _seeded(fn)
+        assert a.shape == shape, (a.shape, shape)
+        assert a.dtype == dtype, a.dtype
+        assert np.array_equal(a, b), "the same seed must give the same values"
+        assert not np.array_equal(a, _seeded(fn, seed=8)), "different seeds gave the same values"
+        assert np.isfinite(a).all()
+        if integral:
+            assert (a >= 0).all() and np.array_equal(a, np.round(a)), "counts must be non-negative integers"
+        return a
+    return run
+
+
+def _scalar_dist(name, params, mean, var, kurt, integral=False, dtype=np.float32, id="distribution"):
+    shape = (100, 100)
+    kw = dict(params, shape=shape)
+    if dtype != np.float32:
+        kw["dtype"] = np.dtype(dtype).name
+
+    def run():
+        a = _draws(lambda: getattr(mx.nd, name)(**kw), integral, dtype, shape)()
+        _moments_ok(name, a, mean, var, kurt)
+    return prop(run, id=id)
+
+
+def _like_dist(name, params, mean, var, kurt, integral=False):
+    data = np.zeros((100, 100), np.float64)
+
+    def run():
+        a = _draws(lambda: getattr(mx.nd, name)(nd(data), **params), integral, np.float64, data.shape)()
+        _moments_ok(name, a, mean, var, kurt)
+    return prop(run, id="distribution")
+
+
+def _multi_dist(name, ins, moments, integral=False):
+    """ins: parameter arrays of shape (2,); moments: (mean, var, kurt) of
+    each of the two distributions; 5000 draws each."""
+    def run():
+        a = _draws(lambda: getattr(mx.nd, name)(*[nd(x) for x in ins], shape=(50, 100)), integral, np.float32,
+                   (2, 50, 100))()
+        for i, (mean, var, kurt) in enumerate(moments):
+            _moments_ok(f"{name}[{i}]", a[i], mean, var, kurt)
+        # dtype, and one draw per distribution without shape
+        b = getattr(mx.nd, name)(*[nd(x.astype(np.float64)) for x in ins], dtype="float16").asnumpy()
+        assert b.shape == (2,) and b.dtype == np.float16
+    return prop(run, id="distribution")
+
+
+def _multinomial_check():
+    p = np.array([[0.1, 0.2, 0.7], [0.5, 0.25, 0.25]], np.float32)
+    s = _draws(lambda: mx.nd.random.multinomial(nd(p), shape=(40, 100)), True, np.int32, (2, 40, 100))()
+    for i in range(2):
+        freq = np.bincount(s[i].ravel(), minlength=3) / s[i].size
+        assert np.abs(freq - p[i]).max() < 6 * math.sqrt(0.25 / s[i].size), (freq, p[i])
+    # get_prob: the log-probability of each draw, its gradient 1/p at the
+    # drawn outcome times the head gradient (summed over the draws)
+    x = nd(p)
+    x.attach_grad()
+    head = U(2, 6, lo=0.5, hi=2)
+    mx.random.seed(5)
+    with mx.autograd.record():
+        idx, lp = mx.nd.random.multinomial(x, shape=6, get_prob=True, dtype="float64")
+    lp.backward(nd(head))
+    idx = idx.asnumpy()
+    assert idx.dtype == np.float64 and lp.dtype == np.float32
+    rows = np.arange(2)[:, None]
+    assert_almost_equal(lp, np.log(p[rows, idx.astype(int)]))
+    want = np.zeros((2, 3))
+    np.add.at(want, (np.repeat(rows, 6, 1), idx.astype(int)), head / p[rows, idx.astype(int)])
+    assert_almost_equal(x.grad, want, rtol=1e-5)
+    one = mx.nd.random.multinomial(nd(np.array([0.0, 1.0], np.float32)))
+    assert one.shape == (1,) and one.asnumpy()[0] == 1
+
+
+def _lpdf(logp, is_log):
+    return logp if is_log else np.exp(logp)
+
+
+def _bcp(p, s):
+    return p.reshape(p.shape + (1,) * (s.ndim - p.ndim))
+
+
+_lgam = np.vectorize(math.lgamma)
+
+
+def _pdf_uniform(s, low, high, is_log=False):
+    v = np.broadcast_to(_bcp(1 / (high - low), s), s.shape)
+    return np.log(v) if is_log else v
+
+
+def _pdf_normal(s, mu, sigma, is_log=False):
+    mu, sigma = _bcp(mu, s), _bcp(sigma, s)
+    return _lpdf(-0.5 * ((s - mu) / sigma) ** 2 - np.log(sigma) - 0.5 * np.log(2 * np.pi), is_log)
+
+
+def _pdf_gamma(s, alpha, beta, is_log=False):
+    a, b = _bcp(alpha, s), _bcp(beta, s)
+    return _lpdf(a * np.log(b) + (a - 1) * np.log(s) - b * s - _lgam(a), is_log)
+
+
+def _pdf_exponential(s, lam, is_log=False):
+    lam = _bcp(lam, s)
+    return _lpdf(np.log(lam) - lam * s, is_log)
+
+
+def _pdf_poisson(s, lam, is_log=False):
+    lam = _bcp(lam, s)
+    return _lpdf(s * np.log(lam) - lam - _lgam(s + 1), is_log)
+
+
+def _nb_log(s, k, p):
+    return _lgam(s + k) - _lgam(s + 1) - _lgam(k) + k * np.log(p) + s * np.log(1 - p)
+
+
+def _pdf_nb(s, k, p, is_log=False):
+    return _lpdf(_nb_log(s, _bcp(k, s), _bcp(p, s)), is_log)
+
+
+def _pdf_gnb(s, mu, alpha, is_log=False):
+    mu, alpha = _bcp(mu, s), _bcp(alpha, s)
+    return _lpdf(_nb_log(s, 1 / alpha, 1 / (1 + alpha * mu)), is_log)
+
+
+def _pdf_dirichlet(s, alpha, is_log=False):
+    a = alpha.reshape(alpha.shape[:-1] + (1,) * (s.ndim - alpha.ndim) + alpha.shape[-1:])
+    logp = _lgam(a.sum(-1)) - _lgam(a).sum(-1) + ((a - 1) * np.log(s)).sum(-1)
+    return _lpdf(logp, is_log)
+
+
+def _pdf_cases(ins, fn, wrt=None, grtol=1e-4):
+    return [ref(ins, fn, {"is_log": log}, wrt=wrt, grtol=grtol, id="log" if log else "pdf") for log in (False, True)]
+
+
+_PS = U(2, 3, 4, lo=0.2, hi=3.0)        # positive samples: parameter shape (2, 3), 4 samples each
+_PA = U(2, 3, lo=0.5, hi=2.5)           # positive parameters
+_PB = U(2, 3, lo=0.5, hi=2.5)
+_COUNTS = _rng.randint(0, 7, size=(2, 3, 4)).astype(np.float32)
+_DIR_S = U(2, 4, 3, lo=0.1, hi=1.0)
+_DIR_S /= _DIR_S.sum(-1, keepdims=True)
+
+TABLE.update({
+    "_random_exponential": [_scalar_dist("_random_exponential", {"lam": 2.0}, 0.5, 0.25, 6.0)],
+    "_random_gamma": [_scalar_dist("_random_gamma", {"alpha": 2.5, "beta": 0.5}, 1.25, 0.625, 2.4),
+                      _scalar_dist("_random_gamma", {"alpha": 0.5, "beta": 2.0}, 1.0, 2.0, 12.0,
+                                   dtype=np.float64, id="alpha<1-float64")],
+    "_random_poisson": [_scalar_dist("_random_poisson", {"lam": 4.0}, 4.0, 4.0, 0.25, integral=True),
+                        _scalar_dist("_random_poisson", {"lam": 50.0}, 50.0, 50.0, 0.02, integral=True,
+                                     id="large-rate")],
+    "_random_negative_binomial": [_scalar_dist("_random_negative_binomial", {"k": 3, "p": 0.4}, 4.5, 11.25,
+                                               2 + 0.16 / 1.8, integral=True)],
+    "_random_generalized_negative_binomial": [
+        _scalar_dist("_random_generalized_negative_binomial", {"mu": 4.0, "alpha": 0.5}, 4.0, 12.0, 3 + 1 / 6,
+                     integral=True),
+        _scalar_dist("_random_generalized_negative_binomial", {"mu": 3.0, "alpha": 0.0}, 3.0, 3.0, 1 / 3,
+                     integral=True, id="alpha0-poisson")],
+    "_random_uniform_like": [_like_dist("_random_uniform_like", {"low": -1.0, "high": 3.0}, 1.0, 16 / 12, -1.2)],
+    "_random_normal_like": [_like_dist("_random_normal_like", {"loc": 2.0, "scale": 0.5}, 2.0, 0.25, 0.0)],
+    "_random_exponential_like": [_like_dist("_random_exponential_like", {"lam": 4.0}, 0.25, 1 / 16, 6.0)],
+    "_random_gamma_like": [_like_dist("_random_gamma_like", {"alpha": 9.0, "beta": 0.5}, 4.5, 2.25, 6 / 9)],
+    "_random_poisson_like": [_like_dist("_random_poisson_like", {"lam": 2.0}, 2.0, 2.0, 0.5, integral=True)],
+    "_random_negative_binomial_like": [_like_dist("_random_negative_binomial_like", {"k": 2, "p": 0.5}, 2.0, 4.0,
+                                                  3 + 0.25 / 1.0, integral=True)],
+    "_random_generalized_negative_binomial_like": [
+        _like_dist("_random_generalized_negative_binomial_like", {"mu": 2.0, "alpha": 0.25}, 2.0, 3.0,
+                   6 * 0.25 + (1 / 9) / (4 * 2 / 3), integral=True)],
+    "_sample_uniform": [_multi_dist("_sample_uniform", [A([0, -2]), A([1, 2])],
+                                    [(0.5, 1 / 12, -1.2), (0.0, 16 / 12, -1.2)])],
+    "_sample_normal": [_multi_dist("_sample_normal", [A([0, 5]), A([1, 0.5])], [(0, 1, 0), (5, 0.25, 0)])],
+    "_sample_gamma": [_multi_dist("_sample_gamma", [A([0.5, 4]), A([1, 2])], [(0.5, 0.5, 12), (8, 16, 1.5)])],
+    "_sample_exponential": [_multi_dist("_sample_exponential", [A([1, 10])], [(1, 1, 6), (0.1, 0.01, 6)])],
+    "_sample_poisson": [_multi_dist("_sample_poisson", [A([0.5, 30])], [(0.5, 0.5, 2), (30, 30, 1 / 30)],
+                                    integral=True)],
+    "_sample_negative_binomial": [_multi_dist("_sample_negative_binomial", [A([1, 5]), A([0.5, 0.8])],
+                                              [(1, 2, 6 + 0.25 / 0.5), (1.25, 1.5625, 6 / 5 + 0.64 / 1.0)],
+                                              integral=True)],
+    "_sample_generalized_negative_binomial": [
+        _multi_dist("_sample_generalized_negative_binomial", [A([2, 6]), A([0.5, 0])],
+                    [(2, 4, 3 + 0.25 / 1.0), (6, 6, 1 / 6)], integral=True)],
+    "_sample_multinomial": [prop(_multinomial_check, id="frequencies-and-log-prob-gradient")],
+    "_backward_sample_multinomial": [via("_sample_multinomial")],
+    "_random_pdf_uniform": _pdf_cases([_PS, A(_PA - 3), _PB], _pdf_uniform),
+    "_random_pdf_normal": _pdf_cases([U(2, 3, 4, lo=-2, hi=2), U(2, 3), _PB], _pdf_normal),
+    "_random_pdf_gamma": _pdf_cases([_PS, _PA, _PB], _pdf_gamma),
+    "_random_pdf_exponential": _pdf_cases([_PS, _PA], _pdf_exponential),
+    "_random_pdf_poisson": _pdf_cases([_COUNTS, _PA], _pdf_poisson, wrt=[1]),
+    "_random_pdf_negative_binomial": _pdf_cases([_COUNTS, _PA, U(2, 3, lo=0.2, hi=0.8)], _pdf_nb, wrt=[1, 2]),
+    "_random_pdf_generalized_negative_binomial": _pdf_cases([_COUNTS, _PA, U(2, 3, lo=0.2, hi=1.0)], _pdf_gnb,
+                                                            wrt=[1, 2]),
+    "_random_pdf_dirichlet": _pdf_cases([_DIR_S, U(2, 3, lo=0.5, hi=3.0)], _pdf_dirichlet),
+    "_backward_pdf_uniform": [via("_random_pdf_uniform")],
+    "_backward_pdf_normal": [via("_random_pdf_normal")],
+    "_backward_pdf_gamma": [via("_random_pdf_gamma")],
+    "_backward_pdf_exponential": [via("_random_pdf_exponential")],
+    "_backward_pdf_poisson": [via("_random_pdf_poisson")],
+    "_backward_pdf_negative_binomial": [via("_random_pdf_negative_binomial")],
+    "_backward_pdf_generalized_negative_binomial": [via("_random_pdf_generalized_negative_binomial")],
+    "_backward_pdf_dirichlet": [via("_random_pdf_dirichlet")],
+})
+
+
 def test_aliases_resolve_to_entries():
     """Every registered name (aliases included) reaches a table entry, and
     the public ones are callable as mx.nd functions."""

@@ -866,8 +866,60 @@ def radians(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ...,
     """Degrees to radians."""
 
 
+def random_exponential(lam: Any = ..., shape: Any = ..., ctx: Any = ..., dtype: Any = ..., *, out: Any = ..., name: Any = ..., **kwargs: Any) -> Any:
+    """Samples from the exponential distribution with rate lam (> 0): an array of `shape` (dtype float32 unless `dtype` says float16 / float64)."""
+
+
+def random_gamma(alpha: Any = ..., beta: Any = ..., shape: Any = ..., ctx: Any = ..., dtype: Any = ..., *, out: Any = ..., name: Any = ..., **kwargs: Any) -> Any:
+    """Samples from the gamma distribution with shape alpha (> 0) and scale beta (> 0): an array of `shape` (float32 unless `dtype` says otherwise)."""
+
+
+def random_generalized_negative_binomial(mu: Any = ..., alpha: Any = ..., shape: Any = ..., ctx: Any = ..., dtype: Any = ..., *, out: Any = ..., name: Any = ..., **kwargs: Any) -> Any:
+    """Samples from the generalized negative binomial distribution with mean mu (>= 0) and dispersion alpha (>= 0; variance mu + alpha mu^2, Poisson at alpha = 0); floating point numbers in an array of `shape`."""
+
+
+def random_negative_binomial(k: Any = ..., p: Any = ..., shape: Any = ..., ctx: Any = ..., dtype: Any = ..., *, out: Any = ..., name: Any = ..., **kwargs: Any) -> Any:
+    """Samples from the negative binomial distribution: the number of failures before the k-th success (k an integer >= 0) when each trial succeeds with probability p (in (0, 1]); floating point numbers in an array of `shape`."""
+
+
 def random_normal(loc: Any = ..., scale: Any = ..., shape: Any = ..., ctx: Any = ..., dtype: Any = ..., *, out: Any = ..., name: Any = ..., **kwargs: Any) -> Any:
     """Samples from the normal distribution with mean loc and standard deviation scale."""
+
+
+def random_pdf_dirichlet(sample: Any = ..., alpha: Any = ..., is_log: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Density of the Dirichlet distributions with concentrations alpha (last axis: the k components) at sample (last axis: k components); sample's leading axes start with alpha's leading axes. Returns an array of sample's shape without the last axis; is_log gives the log-density."""
+
+
+def random_pdf_exponential(sample: Any = ..., lam: Any = ..., is_log: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Density lam exp(-lam x) of the exponential distributions with rate lam at sample; sample's shape starts with lam's shape; is_log gives the log-density."""
+
+
+def random_pdf_gamma(sample: Any = ..., alpha: Any = ..., beta: Any = ..., is_log: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Density of the gamma distributions with shape alpha and rate beta (as MXNet's pdf: beta^alpha x^(alpha-1) exp(-beta x) / Gamma(alpha)) at sample; sample's shape starts with the parameters' shape; is_log gives the log-density."""
+
+
+def random_pdf_generalized_negative_binomial(sample: Any = ..., mu: Any = ..., alpha: Any = ..., is_log: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Probability of the generalized negative binomial distributions (mean mu, dispersion alpha: the negative binomial with k = 1/alpha, p = 1/(1 + alpha mu)) at sample (0 below 0); is_log gives the log-probability. The gradient with respect to the sample is 0."""
+
+
+def random_pdf_negative_binomial(sample: Any = ..., k: Any = ..., p: Any = ..., is_log: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Probability Gamma(x+k) / (Gamma(x+1) Gamma(k)) p^k (1-p)^x of the negative binomial distributions (k failures limit, success probability p) at sample (0 below 0); is_log gives the log-probability. The gradient with respect to the sample is 0."""
+
+
+def random_pdf_normal(sample: Any = ..., mu: Any = ..., sigma: Any = ..., is_log: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Density of the normal distributions (mean mu, standard deviation sigma) at sample; sample's shape starts with the parameters' shape; is_log gives the log-density. Returns an array of sample's shape."""
+
+
+def random_pdf_poisson(sample: Any = ..., lam: Any = ..., is_log: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Probability lam^x exp(-lam) / Gamma(x+1) of the Poisson distributions with rate lam at sample (0 below 0); sample's shape starts with lam's shape; is_log gives the log-probability. The gradient with respect to the sample is 0."""
+
+
+def random_pdf_uniform(sample: Any = ..., low: Any = ..., high: Any = ..., is_log: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Density of the uniform distributions on [low, high) at sample (MXNet's formula: 1/(high-low), not checked against the interval); sample's shape starts with the parameters' shape; is_log gives the log-density. Returns an array of sample's shape."""
+
+
+def random_poisson(lam: Any = ..., shape: Any = ..., ctx: Any = ..., dtype: Any = ..., *, out: Any = ..., name: Any = ..., **kwargs: Any) -> Any:
+    """Samples from the Poisson distribution with rate lam (>= 0), returned as floating point numbers: an array of `shape` (float32 unless `dtype` says otherwise)."""
 
 
 def random_randint(low: Any = ..., high: Any = ..., shape: Any = ..., ctx: Any = ..., dtype: Any = ..., *, out: Any = ..., name: Any = ..., **kwargs: Any) -> Any:
@@ -928,6 +980,38 @@ def round(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., *
 
 def rsqrt(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Element-wise 1/sqrt(x)."""
+
+
+def sample_exponential(lam: Any = ..., shape: Any = ..., dtype: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Samples from one exponential distribution (rate lam[i]) per element of lam: output shape = lam.shape + shape."""
+
+
+def sample_gamma(alpha: Any = ..., beta: Any = ..., shape: Any = ..., dtype: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Samples from one gamma distribution (shape alpha[i], scale beta[i]) per element of alpha and beta: output shape = alpha.shape + shape."""
+
+
+def sample_generalized_negative_binomial(mu: Any = ..., alpha: Any = ..., shape: Any = ..., dtype: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Samples from one generalized negative binomial distribution (mean mu[i], dispersion alpha[i]) per element of mu and alpha: output shape = mu.shape + shape."""
+
+
+def sample_multinomial(data: Any = ..., shape: Any = ..., get_prob: Any = ..., dtype: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Draws `shape` samples (one when shape is empty) from each multinomial distribution on the last axis of data (probabilities of k outcomes, summing to 1): output shape = data.shape[:-1] + shape, the outcome indices in dtype (int32 by default; float16, float32, float64, uint8). With get_prob=True a second output holds the log-probability of each draw; its gradient flows to data (d/dp log p = 1/p at the drawn outcome), as REINFORCE uses."""
+
+
+def sample_negative_binomial(k: Any = ..., p: Any = ..., shape: Any = ..., dtype: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Samples from one negative binomial distribution (k[i] failures limit, success probability p[i]) per element of k and p: output shape = k.shape + shape."""
+
+
+def sample_normal(mu: Any = ..., sigma: Any = ..., shape: Any = ..., dtype: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Samples from one normal distribution (mean mu[i], standard deviation sigma[i] >= 0) per element of mu and sigma: output shape = mu.shape + shape."""
+
+
+def sample_poisson(lam: Any = ..., shape: Any = ..., dtype: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Samples from one Poisson distribution (rate lam[i]) per element of lam, as floating point numbers: output shape = lam.shape + shape."""
+
+
+def sample_uniform(low: Any = ..., high: Any = ..., shape: Any = ..., dtype: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Samples from one uniform distribution on [low[i], high[i]) per element of the equally shaped arrays low and high: output shape = low.shape + shape (float32 unless dtype says otherwise)."""
 
 
 def scatter_nd(data: Any = ..., indices: Any = ..., shape: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:

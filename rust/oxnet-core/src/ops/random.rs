@@ -30,7 +30,33 @@ fn fill_blocks<T: Send>(ctx: crate::Context, out: &mut [T], f: impl Fn(&mut Rng,
     }
 }
 
-fn no_grad(
+/// Fill `out` block by block like [`fill_blocks`]; `f(rng, i)` gives the
+/// value of element `i` (for samplers whose distribution depends on the
+/// element's position, e.g. one distribution per parameter element).
+pub(crate) fn fill_indexed<T: Send>(
+    ctx: crate::Context,
+    out: &mut [T],
+    f: impl Fn(&mut Rng, usize) -> T + Sync,
+) {
+    let nblocks = out.len().div_ceil(BLOCK);
+    let mut gens: Vec<Rng> = with_rng(ctx, |rng| {
+        (0..nblocks).map(|b| rng.fork(b as u64)).collect()
+    });
+    let run = |b: usize, c: &mut [T], g: &mut Rng| {
+        for (j, v) in c.iter_mut().enumerate() {
+            *v = f(g, b * BLOCK + j);
+        }
+    };
+    if nblocks > 2 {
+        crate::par::par_chunks_mut2(out, BLOCK, &mut gens, 1, |b, c, g| run(b, c, &mut g[0]));
+    } else {
+        for (b, (c, g)) in out.chunks_mut(BLOCK).zip(gens.iter_mut()).enumerate() {
+            run(b, c, g);
+        }
+    }
+}
+
+pub(crate) fn no_grad(
     _: &OpCall,
     _: &mut dyn GradBuilder,
     x: &[Entry],
@@ -57,7 +83,7 @@ fn out_type(c: &OpCall, _: &mut [Option<DType>], outs: &mut [Option<DType>]) -> 
     Ok(())
 }
 
-fn float_dtype(a: &Attrs, op: &str) -> Result<DType> {
+pub(crate) fn float_dtype(a: &Attrs, op: &str) -> Result<DType> {
     let d = a.p(op).dtype("dtype", DType::F32)?;
     if !d.is_float() {
         return Err(Error::DType(format!(
@@ -68,7 +94,7 @@ fn float_dtype(a: &Attrs, op: &str) -> Result<DType> {
     Ok(d)
 }
 
-fn parse_shape(a: &Attrs, op: &str) -> Result<Shape> {
+pub(crate) fn parse_shape(a: &Attrs, op: &str) -> Result<Shape> {
     Ok(a.p(op).shape("shape")?.unwrap_or_default())
 }
 
@@ -506,6 +532,59 @@ mod tests {
             out.to_vec::<f32>().unwrap()
         });
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn distribution_samplers_do_not_depend_on_thread_count() {
+        let _g = LOCK.lock();
+        let run_kernel =
+            |name: &str, attrs: &[(&str, &str)], inputs: &[NDArray], shape: &[usize]| {
+                let out = NDArray::empty(shape, crate::DType::F32, Context::cpu(0)).unwrap();
+                let def = crate::ops::registry::lookup(name).unwrap();
+                let c = crate::ops::registry::parse_call(def, crate::ops::Attrs::from_pairs(attrs))
+                    .unwrap();
+                let ib: Vec<_> = inputs.iter().map(|a| a.blob().unwrap()).collect();
+                (def.cpu.unwrap())(
+                    &c,
+                    &ib,
+                    &[out.blob().unwrap()],
+                    &crate::ops::registry::KernelCtx {
+                        ctx: Context::cpu(0),
+                        is_train: false,
+                    },
+                )
+                .unwrap();
+                out.to_vec::<f32>().unwrap()
+            };
+        let lam = NDArray::from_vec(vec![0.5f32, 40.0], &[2], Context::cpu(0)).unwrap();
+        let cases: Vec<(&str, Vec<(&str, &str)>, Vec<NDArray>, Vec<usize>)> = vec![
+            (
+                "_random_gamma",
+                vec![("alpha", "0.7"), ("shape", "(30000,)")],
+                vec![],
+                vec![30000],
+            ),
+            (
+                "_sample_poisson",
+                vec![("shape", "(15000,)")],
+                vec![lam.clone()],
+                vec![2, 15000],
+            ),
+        ];
+        for (name, attrs, inputs, shape) in cases {
+            seed(5, None);
+            let a = call(name, &attrs, &inputs).unwrap().remove(0);
+            let a = a.to_vec::<f32>().unwrap();
+            seed(5, None);
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .build()
+                .unwrap();
+            // Wait for the seed before running the kernel outside the engine.
+            crate::engine::wait_for_var(&crate::random::rng_var(Context::cpu(0)), false).unwrap();
+            let b = pool.install(|| run_kernel(name, &attrs, &inputs, &shape));
+            assert_eq!(a, b, "{name}");
+        }
     }
 
     #[test]

@@ -244,6 +244,8 @@ const FAMILIES: &[&[&OpDef]] = &[
     super::matrix::OPS,
     super::shape::OPS,
     super::random::OPS,
+    super::sample::OPS,
+    super::pdf::OPS,
     super::nn::OPS,
     super::norm::OPS,
     super::loss::OPS,
