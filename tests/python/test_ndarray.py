@@ -354,3 +354,16 @@ def test_ravel_and_unravel_index():
         mx.nd.ravel_multi_index(mx.nd.array([[1, 2]]), shape=(7, 6))
     with pytest.raises(ValueError, match="positive ints"):
         mx.nd.unravel_index(mx.nd.array([1]), shape=(0, 3))
+
+
+def test_absurd_shapes_raise_value_errors_not_panics():
+    # element counts that overflow (or byte sizes past isize::MAX) are shape
+    # errors at the call, never a PanicException or a wrapped, small block
+    big = (2**40, 2**40)
+    calls = [lambda: mx.nd.zeros(big), lambda: mx.nd.empty(big), lambda: mx.nd.ones((2**62, 4)),
+             lambda: mx.nd.full(big, 1), lambda: mx.nd.arange(0, 2**62),
+             lambda: mx.nd.dot(mx.nd.zeros((2**31, 0)), mx.nd.zeros((0, 2**33))),
+             lambda: mx.nd.broadcast_to(mx.nd.zeros((1, 1)), shape=big)]
+    for f in calls:
+        with pytest.raises(ValueError, match="too large"):
+            f()

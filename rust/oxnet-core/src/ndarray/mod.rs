@@ -101,9 +101,19 @@ impl Blob {
 impl NDArray {
     /// A new array with uninitialised (pooled) storage.
     pub fn empty(shape: &[usize], dtype: DType, ctx: Context) -> Result<NDArray> {
-        let nbytes = numel(shape)
-            .checked_mul(dtype.size())
-            .ok_or_else(|| Error::Shape(format!("shape {} is too large", fmt_shape(shape))))?;
+        // checked: a wrapped element count would make a small block for a
+        // huge shape
+        let nbytes = shape
+            .iter()
+            .try_fold(dtype.size(), |acc, &d| acc.checked_mul(d))
+            .filter(|&b| b <= isize::MAX as usize)
+            .ok_or_else(|| {
+                Error::Shape(format!(
+                    "shape {} of dtype {} is too large to allocate",
+                    fmt_shape(shape),
+                    dtype.name()
+                ))
+            })?;
         if !ctx.is_cpu() {
             return Err(Error::Device(format!(
                 "{ctx} is not available: this build of oxnet has no GPU backend (mx.context.num_gpus() == 0)"

@@ -300,8 +300,45 @@ pub fn all_ops() -> Vec<&'static OpDef> {
 }
 
 pub fn parse_call(def: &'static OpDef, attrs: Attrs) -> Result<OpCall> {
-    let params = (def.parse)(&attrs).map_err(|e| e.in_op(def.name))?;
+    let params = guarded(def.name, "parsing its arguments", || (def.parse)(&attrs))
+        .map_err(|e| e.in_op(def.name))?;
     Ok(OpCall { def, params, attrs })
+}
+
+/// Run a synchronous step of a call (parse, inference), turning a panic
+/// (an arithmetic overflow on absurd sizes, a bug) into an error naming the
+/// operator, so it never reaches Python as a PanicException.
+fn guarded<T>(op: &str, what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(Error::Param(format!("{op}: failed while {what}: {msg}")))
+        }
+    }
+}
+
+/// Every output must be addressable: its byte size may not exceed
+/// `isize::MAX` (a shape like (2**40, 2**40) overflows the element count).
+fn check_output_sizes(op: &str, shapes: &[Shape], types: &[DType]) -> Result<()> {
+    for (i, (s, t)) in shapes.iter().zip(types).enumerate() {
+        let bytes = s
+            .iter()
+            .try_fold(t.size(), |acc, &d| acc.checked_mul(d))
+            .filter(|&b| b <= isize::MAX as usize);
+        if bytes.is_none() {
+            return Err(Error::Shape(format!(
+                "{op}: output {i} of shape {} and dtype {} is too large to allocate",
+                fmt_shape(s),
+                t.name()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Shape and type inference for an imperative call with known inputs.
@@ -313,10 +350,16 @@ pub fn infer(
     let n_out = (call.def.num_outputs)(call);
     let mut ins: Vec<Option<Shape>> = in_shapes.iter().cloned().map(Some).collect();
     let mut outs: Vec<Option<Shape>> = vec![None; n_out];
-    (call.def.infer_shape)(call, &mut ins, &mut outs).map_err(|e| e.in_op(call.name()))?;
+    guarded(call.name(), "inferring shapes", || {
+        (call.def.infer_shape)(call, &mut ins, &mut outs)
+    })
+    .map_err(|e| e.in_op(call.name()))?;
     let mut tins: Vec<Option<DType>> = in_types.iter().copied().map(Some).collect();
     let mut touts: Vec<Option<DType>> = vec![None; n_out];
-    (call.def.infer_type)(call, &mut tins, &mut touts).map_err(|e| e.in_op(call.name()))?;
+    guarded(call.name(), "inferring dtypes", || {
+        (call.def.infer_type)(call, &mut tins, &mut touts)
+    })
+    .map_err(|e| e.in_op(call.name()))?;
     let shapes = outs
         .into_iter()
         .enumerate()
@@ -341,6 +384,7 @@ pub fn infer(
             })
         })
         .collect::<Result<Vec<_>>>()?;
+    check_output_sizes(call.name(), &shapes, &types)?;
     Ok((shapes, types))
 }
 
