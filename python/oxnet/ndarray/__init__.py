@@ -44,6 +44,7 @@ from .ndarray import (  # noqa: F401
     unravel_index,
 )
 from . import op  # noqa: F401
+from . import linalg  # noqa: F401
 from . import random  # noqa: F401
 from . import _internal  # noqa: F401
 from .utils import load, load_frombuffer, save  # noqa: F401

@@ -86,6 +86,7 @@ ARGS = {
     'elemwise_mul': ('lhs', 'rhs'),
     'elemwise_sub': ('lhs', 'rhs'),
     'erf': ('data',),
+    'erfinv': ('data',),
     'exp': ('data',),
     'expand_dims': ('data', 'axis'),
     'expm1': ('data',),
@@ -98,6 +99,22 @@ ARGS = {
     'full': ('shape', 'val', 'ctx', 'dtype'),
     'gather_nd': ('data', 'indices'),
     'identity': ('data',),
+    'linalg_det': ('A',),
+    'linalg_extractdiag': ('A', 'offset'),
+    'linalg_extracttrian': ('A', 'offset', 'lower'),
+    'linalg_gelqf': ('A',),
+    'linalg_gemm': ('A', 'B', 'C', 'transpose_a', 'transpose_b', 'alpha', 'beta', 'axis'),
+    'linalg_gemm2': ('A', 'B', 'transpose_a', 'transpose_b', 'alpha', 'axis'),
+    'linalg_inverse': ('A',),
+    'linalg_makediag': ('A', 'offset'),
+    'linalg_maketrian': ('A', 'offset', 'lower'),
+    'linalg_potrf': ('A',),
+    'linalg_potri': ('A',),
+    'linalg_slogdet': ('A',),
+    'linalg_sumlogdiag': ('A',),
+    'linalg_syrk': ('A', 'transpose', 'alpha'),
+    'linalg_trmm': ('A', 'B', 'transpose', 'rightside', 'lower', 'alpha'),
+    'linalg_trsm': ('A', 'B', 'transpose', 'rightside', 'lower', 'alpha'),
     'log': ('data',),
     'log10': ('data',),
     'log1p': ('data',),
@@ -180,4 +197,10 @@ ARGS = {
     'where': ('condition', 'x', 'y'),
     'zeros': ('shape', 'ctx', 'dtype', 'stype'),
     'zeros_like': ('data',),
+}
+
+# Keyword-only arguments MXNet accepts but does not list in its signatures.
+KWONLY = {
+    'linalg_potrf': ('lower',),
+    'linalg_potri': ('lower',),
 }

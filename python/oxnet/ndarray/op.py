@@ -16,13 +16,13 @@ def _make(name):
 
     input_names = op.inputs
     variadic = op.variadic
-    from ._signatures import ARGS
+    from ._signatures import ARGS, KWONLY
 
     # MXNet's argument order (inputs, then parameters) for positional calls;
     # also the names MXNet accepts, so a misspelt keyword raises instead of
     # being ignored
     order = ARGS.get(name)
-    known = frozenset(order or ())
+    known = frozenset(order or ()) | frozenset(KWONLY.get(name, ()))
 
     def fn(*args, out=None, name=None, ctx=None, **kwargs):
         inputs = []
@@ -41,7 +41,7 @@ def _make(name):
         if known:
             unknown = [k for k in kwargs if k not in known and not (k.startswith("__") and k.endswith("__"))]
             if unknown:
-                params = [a for a in order if a not in input_names]
+                params = [a for a in order or () if a not in input_names] + list(KWONLY.get(name, ()))
                 raise TypeError(
                     f"{op.name}: unknown argument(s) {', '.join(map(repr, unknown))}; "
                     f"it takes {', '.join(params) if params else 'no parameters'}"
