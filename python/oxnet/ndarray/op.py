@@ -22,7 +22,8 @@ def _make(name):
     # also the names MXNet accepts, so a misspelt keyword raises instead of
     # being ignored
     order = ARGS.get(name)
-    known = frozenset(order or ()) | frozenset(KWONLY.get(name, ()))
+    kwonly = KWONLY.get(name, ())
+    known = frozenset(order or ()) | frozenset(kwonly)
 
     def fn(*args, out=None, name=None, ctx=None, **kwargs):
         inputs = []
@@ -41,7 +42,7 @@ def _make(name):
         if known:
             unknown = [k for k in kwargs if k not in known and not (k.startswith("__") and k.endswith("__"))]
             if unknown:
-                params = [a for a in order or () if a not in input_names] + list(KWONLY.get(name, ()))
+                params = [a for a in order or () if a not in input_names] + list(kwonly)
                 raise TypeError(
                     f"{op.name}: unknown argument(s) {', '.join(map(repr, unknown))}; "
                     f"it takes {', '.join(params) if params else 'no parameters'}"

@@ -1984,3 +1984,196 @@ pub static OPS: &[&OpDef] = &[
     &SYEVD,
     &BACKWARD_SYEVD,
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::super::matrix::testutil::*;
+    use super::*;
+    use crate::ops::registry::call;
+
+    fn close(a: &[f64], b: &[f64], tol: f64) {
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(b) {
+            assert!((x - y).abs() <= tol * (1.0 + y.abs()), "{a:?} vs {b:?}");
+        }
+    }
+
+    /// A well-conditioned symmetric positive-definite n x n matrix.
+    fn spd(n: usize, seed: u64) -> Vec<f64> {
+        let m = vals(n * n, seed);
+        let mut s = mm(n, n, n, &m, false, &m, true);
+        for i in 0..n {
+            s[i * n + i] += n as f64;
+        }
+        s
+    }
+
+    #[test]
+    fn factorizations_reconstruct() {
+        let n = 7;
+        let a = spd(n, 1);
+        let l = cholesky(&a, n).unwrap();
+        close(&mm(n, n, n, &l, false, &l, true), &a, 1e-12);
+        assert!(cholesky(&[1.0, 2.0, 2.0, 1.0], 2).is_none());
+        // Triangular solves against products, every side / transpose / triangle.
+        let b = vals(n * 3, 2);
+        for lower in [true, false] {
+            for trans in [false, true] {
+                let t = tri(&a, n, lower);
+                let x = solve(&a, n, lower, trans, false, &b, n, 3);
+                close(&mm(n, n, 3, &t, trans, &x, false), &b, 1e-12);
+                let bt = transpose(&b, n, 3);
+                let x = solve(&a, n, lower, trans, true, &bt, 3, n);
+                close(&mm(3, n, n, &x, false, &t, trans), &bt, 1e-12);
+            }
+        }
+        let g = vals(n * n, 3);
+        let inv = inverse(&g, n).unwrap();
+        let mut id = vec![0.0; n * n];
+        for i in 0..n {
+            id[i * n + i] = 1.0;
+        }
+        close(&mm(n, n, n, &g, false, &inv, false), &id, 1e-10);
+        assert!(inverse(&[1.0, 2.0, 2.0, 4.0], 2).is_none());
+        let (s, l, d) = slogdet(&[0.0, 1.0, 1.0, 0.0], 2);
+        assert_eq!((s, l, d), (-1.0, 0.0, -1.0));
+        let (m, k) = (3, 5);
+        let x = vals(m * k, 4);
+        let (q, lo) = lq(&x, m, k);
+        close(&mm(m, m, k, &lo, false, &q, false), &x, 1e-12);
+        close(
+            &mm(m, k, m, &q, false, &q, true),
+            &(0..m * m)
+                .map(|i| if i % (m + 1) == 0 { 1.0 } else { 0.0 })
+                .collect::<Vec<_>>(),
+            1e-12,
+        );
+        let (u, w) = syevd(&a, n);
+        let d = mm(n, n, n, &u, false, &mm(n, n, n, &a, false, &u, true), false);
+        for i in 0..n {
+            for j in 0..n {
+                let want = if i == j { w[i] } else { 0.0 };
+                assert!((d[i * n + j] - want).abs() < 1e-10);
+            }
+            if i > 0 {
+                assert!(w[i] >= w[i - 1]);
+            }
+        }
+    }
+
+    #[test]
+    fn gradients() {
+        for (ta, tb, axis) in [
+            ("False", "False", "-2"),
+            ("True", "True", "-2"),
+            ("False", "True", "1"),
+        ] {
+            let (ash, bsh) = match (ta, tb, axis) {
+                ("False", "False", _) => (vec![2, 3, 4], vec![2, 4, 5]),
+                ("True", "True", _) => (vec![2, 4, 3], vec![2, 5, 4]),
+                _ => (vec![2, 3, 2, 4], vec![2, 5, 2, 4]),
+            };
+            let cshape: Vec<usize> = if axis == "1" {
+                vec![2, 3, 2, 5]
+            } else {
+                vec![2, 3, 5]
+            };
+            let attrs = [
+                ("transpose_a", ta),
+                ("transpose_b", tb),
+                ("axis", axis),
+                ("alpha", "1.5"),
+                ("beta", "-0.5"),
+            ];
+            let na: usize = ash.iter().product();
+            let nb: usize = bsh.iter().product();
+            let nc: usize = cshape.iter().product();
+            check_grad(
+                "_linalg_gemm",
+                &attrs,
+                &[
+                    (vals(na, 1), ash),
+                    (vals(nb, 2), bsh),
+                    (vals(nc, 3), cshape),
+                ],
+                &[0, 1, 2],
+            );
+        }
+        let mut t = tri(&spd(3, 5), 3, true);
+        for v in t.iter_mut().step_by(4) {
+            *v += 1.0;
+        }
+        let cases = [
+            (
+                false,
+                vec![
+                    ("rightside", "False"),
+                    ("transpose", "False"),
+                    ("alpha", "2.0"),
+                ],
+            ),
+            (
+                true,
+                vec![
+                    ("rightside", "True"),
+                    ("transpose", "True"),
+                    ("lower", "False"),
+                ],
+            ),
+        ];
+        for (right, attrs) in cases {
+            let (tt, bsh) = if right {
+                (transpose(&t, 3, 3), vec![2, 3])
+            } else {
+                (t.clone(), vec![3, 2])
+            };
+            for op in ["_linalg_trsm", "_linalg_trmm"] {
+                check_grad(
+                    op,
+                    &attrs,
+                    &[(tt.clone(), vec![3, 3]), (vals(6, 6), bsh.clone())],
+                    &[0, 1],
+                );
+            }
+        }
+        check_grad(
+            "_linalg_gelqf",
+            &[],
+            &[(vals(2 * 2 * 4, 7), vec![2, 2, 4])],
+            &[0],
+        );
+        check_grad("_linalg_inverse", &[], &[(spd(3, 8), vec![3, 3])], &[0]);
+        check_grad("_linalg_slogdet", &[], &[(spd(3, 9), vec![3, 3])], &[0]);
+        check_grad(
+            "_linalg_maketrian",
+            &[("offset", "1")],
+            &[(vals(6, 10), vec![6])],
+            &[0],
+        );
+    }
+
+    #[test]
+    fn errors_name_the_operator() {
+        let e = call("_linalg_potrf", &[], &[arr(&vals(6, 1), &[2, 3])])
+            .err()
+            .unwrap();
+        assert!(
+            e.message()
+                .contains("_linalg_potrf: input A has shape (2, 3)"),
+            "{}",
+            e.message()
+        );
+        let e = call(
+            "_linalg_gemm2",
+            &[("axis", "-1")],
+            &[arr(&vals(6, 1), &[2, 3]), arr(&vals(6, 1), &[2, 3])],
+        )
+        .err()
+        .unwrap();
+        assert!(
+            e.message().contains("invalid row axis -1"),
+            "{}",
+            e.message()
+        );
+    }
+}
