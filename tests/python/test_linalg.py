@@ -289,3 +289,17 @@ def test_numerical_failures_raise_at_wait():
     # trsm divides by a zero diagonal like MXNet (no error): inf.
     out = L.trsm(mx.nd.array([[0.0, 0.0], [1.0, 1.0]]), mx.nd.ones((2, 2))).asnumpy()
     assert np.isinf(out).all()
+
+
+def test_syevd_gradient_with_equal_eigenvalues_like_mxnet():
+    """MXNet 1.9.1 takes an eigengap below eps (1e-30 float32, 1e-100 float64)
+    as eps: huge but finite gradients, no NaN."""
+    for dt, big in (("float32", 1e30), ("float64", 1e100)):
+        a = mx.nd.array(np.eye(3), dtype=dt)
+        a.attach_grad()
+        with mx.autograd.record():
+            u, w = mx.nd.linalg.syevd(a)
+            s = (u * mx.nd.array(np.arange(9).reshape(3, 3), dtype=dt)).sum() + w.sum()
+        s.backward()
+        assert_almost_equal(a.grad, np.array([[1.0, big, 2 * big], [big, 1.0, big], [2 * big, big, 1.0]]),
+                            rtol=1e-6)

@@ -1882,9 +1882,16 @@ pub static BACKWARD_GELQF: OpDef = OpDef {
 };
 
 /// dA = sym(U^T (diag(dL) + K) U), K[j][i] = (U dU^T)[j][i] / (L[i] - L[j])
-/// off the diagonal, sym(X) = (X + X^T) / 2.
+/// off the diagonal, sym(X) = (X + X^T) / 2. Like MXNet, an eigengap below
+/// eps (1e-30 in float32, 1e-100 in float64) counts as eps, with the sign of
+/// the ascending order: equal eigenvalues give huge but finite gradients.
 fn syevd_backward(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> {
     let (batch, n) = square(c.name(), "U", &i[2].shape)?;
+    let eps = if i[2].dtype == DType::F32 {
+        1e-30
+    } else {
+        1e-100
+    };
     per_matrix(i, o, batch, |_, v| {
         let (du, dl, u, l) = (v[0], v[1], v[2], v[3]);
         let mut k = mm(n, n, n, u, false, du, true);
@@ -1892,8 +1899,10 @@ fn syevd_backward(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<(
             for q in 0..n {
                 k[j * n + q] = if j == q {
                     dl[j]
+                } else if q > j {
+                    k[j * n + q] / (l[q] - l[j]).max(eps)
                 } else {
-                    k[j * n + q] / (l[q] - l[j])
+                    k[j * n + q] / (l[q] - l[j]).min(-eps)
                 };
             }
         }
