@@ -188,6 +188,9 @@ def test_syevd_conventions():
         assert_almost_equal(u[k] @ u[k].T, np.eye(12), atol=1e-12)
         assert (np.diff(w[k]) >= 0).all()
         assert_almost_equal(w[k], np.linalg.eigvalsh(a[k]), rtol=1e-10, atol=1e-10)
+    # Entries whose squares overflow float64.
+    u, w = L.syevd(f64(a[0] * 1e200))
+    assert_almost_equal(w, np.linalg.eigvalsh(a[0]) * 1e200, rtol=1e-10)
     # NaN input gives NaN, and returns (no endless sweeps).
     _, w = L.syevd(mx.nd.array([[1.0, 0.5], [0.5, np.nan]]))
     assert np.isnan(w.asnumpy()).any()

@@ -4,8 +4,8 @@
 //! may sit on another axis) and is batched over the leading ones, for
 //! float32 and float64 only, like MXNet. Products run on the GEMM helpers of
 //! `matrix.rs` in the input's own precision; factorizations (Cholesky,
-//! triangular solves, LU with partial pivoting, Householder LQ, Jacobi
-//! eigen-decomposition) are written here and computed in float64 for both
+//! triangular solves, LU with partial pivoting, Householder LQ, Householder
+//! tridiagonalization + implicit QL for syevd) are written here and computed in float64 for both
 //! dtypes, then rounded to the output dtype.
 //!
 //! Conventions follow MXNet 1.9.1: potrf / potri / syevd read only the
@@ -516,86 +516,168 @@ fn lq(a: &[f64], m: usize, n: usize) -> (Vec<f64>, Vec<f64>) {
     (q, l)
 }
 
-/// Eigen-decomposition of the symmetric matrix whose lower triangle is `a`
-/// by cyclic Jacobi rotations: (U, w) with eigenvalues ascending and the
-/// eigenvectors as the rows of U, each signed so that its entry of largest
-/// magnitude (the first such) is positive (MXNet's convention).
+/// Eigen-decomposition of the symmetric matrix whose lower triangle is `a`:
+/// Householder reduction to tridiagonal form, then implicit QL iterations
+/// with Wilkinson shifts. Returns (U, w) with the eigenvalues ascending and
+/// the eigenvectors as the rows of U, each signed so that its entry of
+/// largest magnitude (the first such) is positive (MXNet's convention).
 fn syevd(a: &[f64], n: usize) -> (Vec<f64>, Vec<f64>) {
     let mut s = a.to_vec();
     copy_ltu(&mut s, n);
-    // v: columns are the eigenvectors.
-    let mut v = vec![0.0; n * n];
-    for i in 0..n {
-        v[i * n + i] = 1.0;
-    }
-    let scale: f64 = s.iter().map(|x| x * x).sum::<f64>();
-    for _sweep in 0..100 {
-        let mut off = 0.0;
-        for i in 0..n {
-            for j in 0..n {
-                if i != j {
-                    off += s[i * n + j] * s[i * n + j];
-                }
-            }
-        }
-        // Converged (or not a finite matrix: NaNs stay NaNs).
-        if !(off > 1e-30 * scale) || !off.is_finite() {
-            break;
-        }
-        for p in 0..n {
-            for q in p + 1..n {
-                let apq = s[p * n + q];
-                if apq == 0.0 {
-                    continue;
-                }
-                let app = s[p * n + p];
-                let aqq = s[q * n + q];
-                let theta = (aqq - app) / (2.0 * apq);
-                let t = theta.signum() / (theta.abs() + (theta * theta + 1.0).sqrt());
-                let t = if theta.is_infinite() { 0.0 } else { t };
-                let c = 1.0 / (t * t + 1.0).sqrt();
-                let sn = t * c;
-                // S <- J^T S J on rows/columns p, q.
-                for k in 0..n {
-                    let skp = s[k * n + p];
-                    let skq = s[k * n + q];
-                    s[k * n + p] = c * skp - sn * skq;
-                    s[k * n + q] = sn * skp + c * skq;
-                }
-                for k in 0..n {
-                    let spk = s[p * n + k];
-                    let sqk = s[q * n + k];
-                    s[p * n + k] = c * spk - sn * sqk;
-                    s[q * n + k] = sn * spk + c * sqk;
-                }
-                for k in 0..n {
-                    let vkp = v[k * n + p];
-                    let vkq = v[k * n + q];
-                    v[k * n + p] = c * vkp - sn * vkq;
-                    v[k * n + q] = sn * vkp + c * vkq;
-                }
-            }
-        }
-    }
+    // Work on A / max|A| (squares of large entries must not overflow).
+    let amax = s.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    let unscale = if amax > 0.0 && amax.is_finite() {
+        s.iter_mut().for_each(|x| *x /= amax);
+        amax
+    } else {
+        1.0
+    };
+    let (mut d, mut e, q) = tridiagonalize(s, n);
+    // zt: the eigenvectors as rows (contiguous rows for the rotations).
+    let mut zt = transpose(&q, n, n);
+    tridiagonal_ql(&mut d, &mut e, &mut zt, n);
     let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by(|&i, &j| s[i * n + i].total_cmp(&s[j * n + j]));
-    let w: Vec<f64> = order.iter().map(|&i| s[i * n + i]).collect();
+    order.sort_by(|&i, &j| d[i].total_cmp(&d[j]));
+    let w: Vec<f64> = order.iter().map(|&i| d[i] * unscale).collect();
     let mut u = vec![0.0; n * n];
     for (r, &col) in order.iter().enumerate() {
         let mut best = 0.0f64;
         let mut sgn = 1.0;
-        for k in 0..n {
-            let x = v[k * n + col];
+        let vec = &zt[col * n..(col + 1) * n];
+        for (k, &x) in vec.iter().enumerate() {
             if k == 0 || x.abs() > best {
                 best = x.abs();
                 sgn = if x < 0.0 { -1.0 } else { 1.0 };
             }
         }
-        for k in 0..n {
-            u[r * n + k] = sgn * v[k * n + col];
+        for (dst, x) in u[r * n..(r + 1) * n].iter_mut().zip(vec) {
+            *dst = sgn * x;
         }
     }
     (u, w)
+}
+
+/// Householder reduction of the symmetric `s` (n x n) to a tridiagonal T =
+/// Q^T S Q: returns T's diagonal d, its subdiagonal e (e[i] couples i and
+/// i + 1; e[n - 1] = 0) and Q (row-major).
+fn tridiagonalize(mut s: Vec<f64>, n: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let mut q = vec![0.0; n * n];
+    for i in 0..n {
+        q[i * n + i] = 1.0;
+    }
+    let mut v = vec![0.0; n];
+    let mut w = vec![0.0; n];
+    for k in 0..n.saturating_sub(2) {
+        let m = n - k - 1;
+        let alpha = s[(k + 1) * n + k];
+        let xnorm = (k + 2..n).fold(0.0f64, |acc, r| acc.hypot(s[r * n + k]));
+        if xnorm == 0.0 {
+            continue;
+        }
+        let beta = -alpha.hypot(xnorm).copysign(alpha);
+        // v = x - beta e1, H = I - tau v v^T maps x to beta e1.
+        v[0] = alpha - beta;
+        for t in 1..m {
+            v[t] = s[(k + 1 + t) * n + k];
+        }
+        let vtv: f64 = v[..m].iter().map(|x| x * x).sum();
+        let tau = 2.0 / vtv;
+        // Trailing block B (rows/cols k+1..n): B <- H B H = B - v q^T - q v^T
+        // with w = tau B v, q = w - (tau / 2) (v . w) v.
+        for r in 0..m {
+            let row = &s[(k + 1 + r) * n + k + 1..(k + 2 + r) * n];
+            w[r] = tau * row.iter().zip(&v[..m]).map(|(a, b)| a * b).sum::<f64>();
+        }
+        let kk = 0.5 * tau * v[..m].iter().zip(&w[..m]).map(|(a, b)| a * b).sum::<f64>();
+        for r in 0..m {
+            w[r] -= kk * v[r];
+        }
+        for r in 0..m {
+            let row = &mut s[(k + 1 + r) * n + k + 1..(k + 2 + r) * n];
+            for (c, x) in row.iter_mut().enumerate() {
+                *x -= v[r] * w[c] + w[r] * v[c];
+            }
+        }
+        s[(k + 1) * n + k] = beta;
+        s[k * n + k + 1] = beta;
+        for r in k + 2..n {
+            s[r * n + k] = 0.0;
+            s[k * n + r] = 0.0;
+        }
+        // Q <- Q H.
+        for r in 0..n {
+            let row = &mut q[r * n + k + 1..(r + 1) * n];
+            let f = tau * row.iter().zip(&v[..m]).map(|(a, b)| a * b).sum::<f64>();
+            for (x, vv) in row.iter_mut().zip(&v[..m]) {
+                *x -= f * vv;
+            }
+        }
+    }
+    let d: Vec<f64> = (0..n).map(|i| s[i * n + i]).collect();
+    let e: Vec<f64> = (0..n)
+        .map(|i| if i + 1 < n { s[(i + 1) * n + i] } else { 0.0 })
+        .collect();
+    (d, e, q)
+}
+
+/// Eigenvalues (into d) and eigenvectors (the rows of zt, which holds the
+/// transposed tridiagonalizing Q on entry) of the symmetric tridiagonal (d, e), by
+/// implicit QL iterations with Wilkinson shifts. Bounded iterations: a
+/// matrix with NaNs comes out with NaNs instead of looping.
+fn tridiagonal_ql(d: &mut [f64], e: &mut [f64], zt: &mut [f64], n: usize) {
+    for l in 0..n {
+        for _iter in 0..60 {
+            // The first negligible subdiagonal entry at or after l.
+            let mut m = l;
+            while m + 1 < n {
+                let dd = d[m].abs() + d[m + 1].abs();
+                if e[m].abs() <= f64::EPSILON * dd {
+                    break;
+                }
+                m += 1;
+            }
+            if m == l {
+                break;
+            }
+            let mut g = (d[l + 1] - d[l]) / (2.0 * e[l]);
+            let mut r = g.hypot(1.0);
+            g = d[m] - d[l] + e[l] / (g + r.copysign(g));
+            let (mut s, mut c, mut p) = (1.0f64, 1.0f64, 0.0f64);
+            let mut deflated = false;
+            for i in (l..m).rev() {
+                let f = s * e[i];
+                let b = c * e[i];
+                r = f.hypot(g);
+                e[i + 1] = r;
+                if r == 0.0 {
+                    // Underflow: the block splits at i + 1.
+                    d[i + 1] -= p;
+                    e[m] = 0.0;
+                    deflated = true;
+                    break;
+                }
+                s = f / r;
+                c = g / r;
+                g = d[i + 1] - p;
+                r = (d[i] - g) * s + 2.0 * c * b;
+                p = s * r;
+                d[i + 1] = g + p;
+                g = c * r - b;
+                let (lo, hi) = zt.split_at_mut((i + 1) * n);
+                for (zi, zi1) in lo[i * n..].iter_mut().zip(&mut hi[..n]) {
+                    let f = *zi1;
+                    *zi1 = s * *zi + c * f;
+                    *zi = c * *zi - s * f;
+                }
+            }
+            if deflated {
+                continue;
+            }
+            d[l] -= p;
+            e[l] = g;
+            e[m] = 0.0;
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------
