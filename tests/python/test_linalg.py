@@ -39,6 +39,16 @@ def test_namespace_and_aliases():
     with pytest.raises(AttributeError):
         mx.nd.linalg_syevd
     assert "linalg" in dir(mx.nd) and "linalg_gemm2" in dir(mx.nd)
+    # MXNet 1.9.1's signatures.
+    import inspect
+
+    assert list(inspect.signature(mx.nd.linalg.gemm).parameters)[:8] == [
+        "A", "B", "C", "transpose_a", "transpose_b", "alpha", "beta", "axis"]
+    assert list(inspect.signature(mx.nd.linalg.trsm).parameters)[:6] == [
+        "A", "B", "transpose", "rightside", "lower", "alpha"]
+    assert list(inspect.signature(mx.nd.linalg.syevd).parameters)[0] == "A"
+    out = mx.nd.linalg.gemm2(A=mx.nd.ones((2, 3)), B=mx.nd.ones((3, 4)), alpha=2.0)
+    assert_almost_equal(out, np.full((2, 4), 6.0))
 
 
 def test_positional_order_is_mxnets():

@@ -3,6 +3,7 @@ do not edit."""
 from typing import Any
 
 from . import _internal as _internal
+from . import linalg as linalg
 from . import op as op
 from . import random as random
 from .ndarray import NDArray as NDArray

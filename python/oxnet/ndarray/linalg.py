@@ -8,7 +8,10 @@ except for syevd, as in MXNet 1.9.1), with MXNet's argument names, defaults
 and positional order: ``mx.nd.linalg.gemm2(a, b, True)`` transposes ``a``.
 All take float32 or float64 arrays and work on the trailing two axes,
 batched over the leading ones."""
+import inspect
+
 from . import op as _op
+from ._signatures import ARGS
 
 
 def _bind(short):
@@ -22,6 +25,13 @@ def _bind(short):
     fn.__name__ = fn.__qualname__ = short
     fn.__module__ = __name__
     fn.__doc__ = getattr(_op, target).__doc__
+    # MXNet's signature (inputs and parameters in its positional order).
+    P = inspect.Parameter
+    names = ARGS.get(target, ("A",))
+    params = [P(a, P.POSITIONAL_OR_KEYWORD, default=None) for a in names]
+    params += [P("out", P.KEYWORD_ONLY, default=None), P("name", P.KEYWORD_ONLY, default=None),
+               P("kwargs", P.VAR_KEYWORD)]
+    fn.__signature__ = inspect.Signature(params)
     return fn
 
 
