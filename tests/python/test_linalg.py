@@ -316,3 +316,19 @@ def test_syevd_gradient_with_equal_eigenvalues_like_mxnet():
         s.backward()
         assert_almost_equal(a.grad, np.array([[1.0, big, 2 * big], [big, 1.0, big], [2 * big, big, 1.0]]),
                             rtol=1e-6)
+
+
+def test_large_batches_run_in_parallel_with_the_same_results():
+    rng = np.random.RandomState(21)
+    m = rng.randn(5000, 3, 3)
+    spd = m @ np.swapaxes(m, 1, 2) + np.eye(3)
+    assert_almost_equal(mx.nd.linalg.potrf(f64(spd)), np.linalg.cholesky(spd), rtol=1e-10, atol=1e-12)
+    sign, logabs = np.linalg.slogdet(m)
+    s, la = mx.nd.linalg.slogdet(f64(m))
+    assert_almost_equal(s, sign)
+    assert_almost_equal(la, logabs, rtol=1e-10, atol=1e-12)
+    # The first failing matrix of the batch is the one reported.
+    bad = spd.copy()
+    bad[1234] = -np.eye(3)
+    bad[4321] = -np.eye(3)
+    _err(lambda: mx.nd.linalg.potrf(f64(bad)), ValueError, "matrix 1234 of the batch")

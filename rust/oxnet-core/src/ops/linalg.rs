@@ -951,25 +951,40 @@ pub static GEMM2: OpDef = OpDef {
 // Per-matrix operators: a small driver.
 // ---------------------------------------------------------------------------
 
+/// Batches with at least this many input elements in all run their
+/// matrices in parallel on the kernel pool.
+const PAR_ELEMS: usize = 1 << 14;
+
 /// Run `f(batch index, inputs' matrices) -> outputs' matrices` over the
-/// batch, reading every input and writing every output in float64.
-fn per_matrix<F>(i: &[Blob], o: &[Blob], batch: usize, mut f: F) -> Result<()>
+/// batch, reading every input and writing every output in float64; large
+/// batches in parallel. The first failing matrix (in batch order) decides
+/// the error.
+fn per_matrix<F>(i: &[Blob], o: &[Blob], batch: usize, f: F) -> Result<()>
 where
-    F: FnMut(usize, &[&[f64]]) -> Result<Vec<Vec<f64>>>,
+    F: Fn(usize, &[&[f64]]) -> Result<Vec<Vec<f64>>> + Sync,
 {
     let ins: Vec<Vec<f64>> = i.iter().map(rd).collect();
     let mut outs: Vec<Vec<f64>> = o.iter().map(|b| vec![0.0; b.size()]).collect();
     if batch > 0 {
         let isz: Vec<usize> = ins.iter().map(|v| v.len() / batch).collect();
         let osz: Vec<usize> = outs.iter().map(|v| v.len() / batch).collect();
-        for k in 0..batch {
+        let one = |k: usize| {
             let views: Vec<&[f64]> = ins
                 .iter()
                 .zip(&isz)
                 .map(|(v, &s)| &v[k * s..(k + 1) * s])
                 .collect();
-            let res = f(k, &views)?;
-            for ((dst, &s), r) in outs.iter_mut().zip(&osz).zip(res) {
+            f(k, &views)
+        };
+        let total: usize = ins.iter().map(|v| v.len()).sum();
+        let results: Vec<Result<Vec<Vec<f64>>>> =
+            if batch > 1 && total >= PAR_ELEMS && rayon::current_num_threads() > 1 {
+                crate::par::par_map(batch, one)
+            } else {
+                (0..batch).map(one).collect()
+            };
+        for (k, res) in results.into_iter().enumerate() {
+            for ((dst, &s), r) in outs.iter_mut().zip(&osz).zip(res?) {
                 dst[k * s..(k + 1) * s].copy_from_slice(&r);
             }
         }
