@@ -855,6 +855,12 @@ TABLE.update({
 })
 
 
+# -- the tests ------------------------------------------------------------------
+
+def _canonical_names():
+    return {_native.get_op(n).name for n in _native.op_names()}
+
+
 # -- linear algebra (mx.nd.linalg, _linalg_*) ---------------------------------------
 # float32/float64 only, like MXNet: the cases give odt so that the float16
 # consistency test leaves them out (tests/python/test_linalg.py compares float32
@@ -1083,11 +1089,6 @@ TABLE.update({
     "_backward_linalg_gelqf": [via("_linalg_gelqf")],
     "_backward_linalg_syevd": [via("_linalg_syevd")],
 })
-
-# -- the tests ------------------------------------------------------------------
-
-def _canonical_names():
-    return {_native.get_op(n).name for n in _native.op_names()}
 
 
 def test_aliases_resolve_to_entries():
