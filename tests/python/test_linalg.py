@@ -332,3 +332,10 @@ def test_large_batches_run_in_parallel_with_the_same_results():
     bad[1234] = -np.eye(3)
     bad[4321] = -np.eye(3)
     _err(lambda: mx.nd.linalg.potrf(f64(bad)), ValueError, "matrix 1234 of the batch")
+
+
+def test_outputs_too_large_raise():
+    _err(lambda: mx.nd.linalg.makediag(mx.nd.ones((2,)), offset=10**12), ValueError, "_linalg_makediag", "too large")
+    _err(lambda: mx.nd.linalg.maketrian(mx.nd.ones((3,)), offset=-2**62), ValueError, "_linalg_maketrian", "too large")
+    _err(lambda: mx.nd.linalg.gemm2(mx.nd.zeros((2**40, 0)), mx.nd.zeros((0, 2**40))), ValueError, "too large")
+    _err(lambda: mx.nd.linalg.syrk(mx.nd.zeros((2**40, 0))), ValueError, "_linalg_syrk", "too large")

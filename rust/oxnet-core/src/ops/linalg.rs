@@ -186,6 +186,22 @@ fn batch_shape(s: &[usize]) -> Shape {
     }
 }
 
+/// An output shape whose element count (in bytes of float64) fits in
+/// memory addressing; an error naming the operator otherwise.
+fn checked(op: &str, s: Shape) -> Result<Shape> {
+    let n = s
+        .iter()
+        .try_fold(8usize, |acc, &d| acc.checked_mul(d))
+        .filter(|&b| b <= isize::MAX as usize);
+    match n {
+        Some(_) => Ok(s),
+        None => Err(Error::Shape(format!(
+            "{op}: the output shape {} is too large",
+            fmt_shape(&s)
+        ))),
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Data access: factorizations compute in float64.
 // ---------------------------------------------------------------------------
@@ -810,7 +826,7 @@ fn gemm_dims(
     let mut out = a.to_vec();
     out[ax] = m;
     out[nd - 1] = n;
-    Ok((ax, m, ka, n, out))
+    Ok((ax, m, ka, n, checked(op, out)?))
 }
 
 fn gemm_infer_shape(
@@ -1434,7 +1450,7 @@ pub static SYRK: OpDef = OpDef {
             let nd = s.len();
             s[nd - 2] = k;
             s[nd - 1] = k;
-            outs[0] = Some(s);
+            outs[0] = Some(checked(c.name(), s)?);
         }
         Ok(())
     },
@@ -1630,11 +1646,11 @@ pub static MAKEDIAG: OpDef = OpDef {
                     fmt_shape(a)
                 )));
             }
-            let n = a[a.len() - 1] + c.p::<LaParam>().offset.unsigned_abs() as usize;
+            let n = a[a.len() - 1].saturating_add(c.p::<LaParam>().offset.unsigned_abs() as usize);
             let mut s = a[..a.len() - 1].to_vec();
             s.push(n);
             s.push(n);
-            outs[0] = Some(s);
+            outs[0] = Some(checked(c.name(), s)?);
         }
         Ok(())
     },
@@ -1730,11 +1746,11 @@ pub static MAKETRIAN: OpDef = OpDef {
                 )));
             }
             let m = trian_side(c.name(), a)?;
-            let n = m + c.p::<LaParam>().offset.unsigned_abs() as usize;
+            let n = m.saturating_add(c.p::<LaParam>().offset.unsigned_abs() as usize);
             let mut s = a[..a.len() - 1].to_vec();
             s.push(n);
             s.push(n);
-            outs[0] = Some(s);
+            outs[0] = Some(checked(c.name(), s)?);
         }
         Ok(())
     },
