@@ -17,6 +17,11 @@ import sys
 
 import mxnet as mx
 
+# Keyword arguments MXNet 1.9.1 accepts although its generated functions do
+# not list them (the operator's C++ parameter struct has them, its
+# documentation omits them): oxnet accepts them by keyword only, as MXNet does.
+HIDDEN = {"linalg_potrf": ("lower",), "linalg_potri": ("lower",)}
+
 names = sorted(n for n in open(sys.argv[1]).read().split() if not n.startswith("_"))
 table = {}
 for n in names:
@@ -39,5 +44,9 @@ with open(os.path.join(root, "python", "oxnet", "ndarray", "_signatures.py"), "w
               'do not edit."""\n\nARGS = {\n')
     for n, ps in table.items():
         out.write(f"    {n!r}: {ps!r},\n")
+    out.write("}\n\n# Keyword-only arguments MXNet accepts but does not list in its signatures.\nKWONLY = {\n")
+    for n, ps in HIDDEN.items():
+        if n in table:
+            out.write(f"    {n!r}: {ps!r},\n")
     out.write("}\n")
 print(f"{len(table)} operators")

@@ -71,6 +71,7 @@ def render():
         'do not edit."""\n',
         "from typing import Any\n\n",
         "from . import _internal as _internal\n",
+        "from . import linalg as linalg\n",
         "from . import op as op\n",
         "from . import random as random\n",
         "from .ndarray import NDArray as NDArray\n\n",

@@ -1552,6 +1552,236 @@ TABLE.update({
 })
 
 
+# -- linear algebra (mx.nd.linalg, _linalg_*) ---------------------------------------
+# float32/float64 only, like MXNet: the cases give odt so that the float16
+# consistency test leaves them out (tests/python/test_linalg.py compares float32
+# with float64). potrf and syevd read one triangle of a symmetric input and, as in
+# MXNet, return a symmetric gradient: their gradient is checked through
+# X -> op(X + X^T) (props); the other gradients are the derivatives of the forward.
+_la_rng = np.random.RandomState(1234)
+
+
+def _la(ins, fn, params=None, **kw):
+    kw.setdefault("odt", np.float32)
+    return ref(ins, fn, params, **kw)
+
+
+def _la_u(*shape):
+    return _la_rng.uniform(-1.0, 1.0, size=shape).astype(np.float32)
+
+
+def _la_spd(*shape):
+    """Symmetric positive-definite matrices (batch..., n, n), well conditioned."""
+    m = _la_rng.uniform(-1.0, 1.0, size=shape)
+    n = shape[-1]
+    return (m @ np.swapaxes(m, -1, -2) / n + np.eye(n)).astype(np.float32)
+
+
+def _la_tri(*shape, lower=True, junk=True):
+    """Triangular matrices with a diagonal in [1, 2) and, with junk, values on
+    the other side of the diagonal (which the operators must not read)."""
+    n = shape[-1]
+    t = _la_rng.uniform(-0.5, 0.5, size=shape)
+    t = np.tril(t) if lower else np.triu(t)
+    t = t + np.eye(n) * _la_rng.uniform(1.0, 2.0, size=shape[:-1])[..., None]
+    if junk:
+        t = t + (np.triu(_la_rng.uniform(-9, 9, size=shape), 1) if lower else
+                 np.tril(_la_rng.uniform(-9, 9, size=shape), -1))
+    return t.astype(np.float32)
+
+
+def _T(x):
+    return np.swapaxes(x, -1, -2)
+
+
+def _np_gemm(a, b, c=None, transpose_a=False, transpose_b=False, alpha=1.0, beta=1.0, axis=-2):
+    a, b = np.swapaxes(a, axis, -2), np.swapaxes(b, axis, -2)
+    out = alpha * np.matmul(_T(a) if transpose_a else a, _T(b) if transpose_b else b)
+    if c is not None:
+        out = out + beta * np.swapaxes(c, axis, -2)
+    return np.swapaxes(out, axis, -2)
+
+
+def _np_tri_op(a, b, solve, transpose=False, rightside=False, lower=True, alpha=1.0):
+    t = np.tril(a) if lower else np.triu(a)
+    t = _T(t) if transpose else t
+    if solve:
+        return alpha * (_T(np.linalg.solve(_T(t), _T(b))) if rightside else np.linalg.solve(t, b))
+    return alpha * (b @ t if rightside else t @ b)
+
+
+def _np_scalar(x, a):
+    return x.reshape(a.shape[:-2] if a.ndim > 2 else (1,))
+
+
+def _np_diag(a, offset=0):
+    return np.diagonal(a, offset, axis1=-2, axis2=-1).copy()
+
+
+def _np_makediag(a, offset=0):
+    m = a.shape[-1]
+    n = m + abs(offset)
+    out = np.zeros(a.shape[:-1] + (n, n))
+    i = np.arange(m)
+    r, c = (i, i + offset) if offset >= 0 else (i - offset, i)
+    out[..., r, c] = a
+    return out
+
+
+def _np_trian_idx(n, offset, lower):
+    if offset < 0 or (offset == 0 and lower):
+        return np.tril_indices(n, offset)  # row by row
+    r, c = np.tril_indices(n, -offset)
+    return c, r  # the upper triangle column by column (MXNet's order)
+
+
+def _np_extracttrian(a, offset=0, lower=True):
+    r, c = _np_trian_idx(a.shape[-1], offset, lower)
+    return a[..., r, c]
+
+
+def _np_maketrian(a, offset=0, lower=True):
+    m = int((np.sqrt(8 * a.shape[-1] + 1) - 1) / 2)
+    n = m + abs(offset)
+    out = np.zeros(a.shape[:-1] + (n, n))
+    r, c = _np_trian_idx(n, offset, lower)
+    out[..., r, c] = a
+    return out
+
+
+def _np_potri(a, lower=True):
+    t = np.tril(a) if lower else np.triu(a)
+    return np.linalg.inv(t @ _T(t) if lower else _T(t) @ t)
+
+
+def _np_gelqf(a):
+    q, r = np.linalg.qr(_T(a))  # LAPACK's Householder QR of A^T: the same signs as gelqf
+    return _T(q), _T(r)
+
+
+def _np_syevd(a):
+    w, v = np.linalg.eigh(a, UPLO="L")
+    u = _T(v).copy()
+    flat = u.reshape(-1, u.shape[-1])
+    for row in flat:
+        if row[np.argmax(np.abs(row))] < 0:
+            row *= -1
+    return flat.reshape(u.shape), w
+
+
+def _la_sym_grad(name, x, **params):
+    """Gradient of name(X + X^T) against central differences (X: a batch of
+    3-D matrices): checks the symmetric gradient of potrf / syevd."""
+    def prop_fn():
+        check_numeric_gradient(lambda a: getattr(mx.nd, name)(a + mx.nd.swapaxes(a, 1, 2), **params),
+                               [x.astype(np.float64)], dtype=np.float64, rtol=1e-4, atol=1e-6)
+    return prop_fn
+
+
+_la_S = _la_spd(2, 3, 3)
+_la_E = (_la_S + _la_u(2, 3, 3) @ np.diag([0.0, 1.0, 3.0]).astype(np.float32))  # distinct eigenvalues
+_la_E = ((_la_E + _T(_la_E)) / 2).astype(np.float32)
+TABLE.update({
+    "_linalg_gemm": [
+        _la([_la_u(2, 3, 4), _la_u(2, 4, 5), _la_u(2, 3, 5)], _np_gemm, {"alpha": 1.5, "beta": -0.5}),
+        _la([_la_u(4, 3), _la_u(5, 4), _la_u(3, 5)], _np_gemm, {"transpose_a": True, "transpose_b": True},
+            id="transposes"),
+        _la([_la_u(2, 3, 2, 4), _la_u(2, 5, 2, 4), _la_u(2, 3, 2, 5)], _np_gemm,
+            {"transpose_b": True, "axis": 1, "alpha": 0.5, "beta": 2.0}, id="axis"),
+    ],
+    "_linalg_gemm2": [
+        _la([_la_u(2, 3, 4), _la_u(2, 4, 5)], _np_gemm, {"alpha": 2.0}),
+        _la([_la_u(4, 3), _la_u(4, 5)], _np_gemm, {"transpose_a": True}, id="transpose_a"),
+        _la([_la_u(3, 2, 4), _la_u(5, 2, 4)], _np_gemm, {"transpose_b": True, "axis": 0}, id="axis0"),
+    ],
+    "_linalg_potrf": [
+        _la([_la_S], lambda a: np.linalg.cholesky(a), grad=False),
+        _la([_la_S], lambda a, lower: _T(np.linalg.cholesky(a)), {"lower": False}, grad=False, id="upper"),
+        _la([np.tril(_la_S) + np.triu(_la_u(2, 3, 3) * 9, 1)],
+            lambda a: np.linalg.cholesky(np.tril(a) + _T(np.tril(a, -1))), grad=False, id="reads-lower"),
+        prop(_la_sym_grad("_linalg_potrf", _la_spd(2, 3, 3) / 2), id="grad"),
+        prop(_la_sym_grad("_linalg_potrf", _la_spd(2, 3, 3) / 2, lower=False), id="grad-upper"),
+    ],
+    "_linalg_potri": [
+        _la([_la_tri(2, 3, 3)], _np_potri),
+        _la([_la_tri(3, 3, lower=False)], _np_potri, {"lower": False}, id="upper"),
+    ],
+    "_linalg_trsm": [
+        _la([_la_tri(2, 3, 3), _la_u(2, 3, 4)], lambda a, b, alpha: _np_tri_op(a, b, True, alpha=alpha),
+            {"alpha": 1.5}),
+        _la([_la_tri(3, 3, lower=False), _la_u(4, 3)],
+            lambda a, b, **p: _np_tri_op(a, b, True, **p),
+            {"transpose": True, "rightside": True, "lower": False, "alpha": -0.5}, id="upper-t-right"),
+        _la([_la_tri(2, 3, 3), _la_u(2, 2, 3)], lambda a, b, **p: _np_tri_op(a, b, True, **p),
+            {"rightside": True}, id="right"),
+        _la([_la_tri(3, 3), _la_u(3, 2)], lambda a, b, **p: _np_tri_op(a, b, True, **p),
+            {"transpose": True}, id="transpose"),
+    ],
+    "_linalg_trmm": [
+        _la([_la_tri(2, 3, 3), _la_u(2, 3, 4)], lambda a, b, alpha: _np_tri_op(a, b, False, alpha=alpha),
+            {"alpha": 2.0}),
+        _la([_la_tri(3, 3, lower=False), _la_u(4, 3)], lambda a, b, **p: _np_tri_op(a, b, False, **p),
+            {"transpose": True, "rightside": True, "lower": False}, id="upper-t-right"),
+        _la([_la_tri(3, 3), _la_u(3, 2)], lambda a, b, **p: _np_tri_op(a, b, False, **p),
+            {"transpose": True}, id="transpose"),
+    ],
+    "_linalg_syrk": [
+        _la([_la_u(2, 3, 4)], lambda a, alpha: alpha * a @ _T(a), {"alpha": 1.5}),
+        _la([_la_u(3, 4)], lambda a, transpose: _T(a) @ a, {"transpose": True}, id="transpose"),
+    ],
+    "_linalg_sumlogdiag": [
+        _la([_la_S], lambda a: np.log(_np_diag(a)).sum(-1)),
+        _la([_la_S[0]], lambda a: np.log(np.diag(a)).sum().reshape(1), id="2d"),
+    ],
+    "_linalg_extractdiag": [
+        _la([_la_u(2, 4, 4)], _np_diag),
+        _la([_la_u(4, 4)], _np_diag, {"offset": 2}, id="above"),
+        _la([_la_u(2, 3, 4, 4)], _np_diag, {"offset": -1}, id="below"),
+    ],
+    "_linalg_makediag": [
+        _la([_la_u(2, 3)], _np_makediag),
+        _la([_la_u(3)], _np_makediag, {"offset": 1}, id="above"),
+        _la([_la_u(2, 2, 3)], _np_makediag, {"offset": -2}, id="below"),
+    ],
+    "_linalg_extracttrian": [
+        _la([_la_u(2, 4, 4)], _np_extracttrian),
+        _la([_la_u(4, 4)], _np_extracttrian, {"lower": False}, id="upper"),
+        _la([_la_u(2, 4, 4)], _np_extracttrian, {"offset": 1, "lower": True}, id="above"),
+        _la([_la_u(4, 4)], _np_extracttrian, {"offset": -2, "lower": False}, id="below"),
+    ],
+    "_linalg_maketrian": [
+        _la([_la_u(2, 6)], _np_maketrian),
+        _la([_la_u(10)], _np_maketrian, {"lower": False}, id="upper"),
+        _la([_la_u(2, 3)], _np_maketrian, {"offset": 1}, id="above"),
+        _la([_la_u(6)], _np_maketrian, {"offset": -2, "lower": False}, id="below"),
+    ],
+    "_linalg_inverse": [_la([_la_S + _la_u(2, 3, 3) / 4], np.linalg.inv),
+                        _la([_la_spd(4, 4)], np.linalg.inv, id="2d")],
+    "_linalg_det": [_la([_la_u(2, 3, 3) + 2 * np.eye(3, dtype=np.float32)], np.linalg.det),
+                    _la([_la_u(3, 3) + np.eye(3, dtype=np.float32)], lambda a: np.linalg.det(a).reshape(1),
+                        id="2d")],
+    "_linalg_slogdet": [_la([_la_u(3, 3, 3) * 3], lambda a: list(np.linalg.slogdet(a)))],
+    "_linalg_gelqf": [_la([_la_u(2, 3, 5)], _np_gelqf, atol=1e-5),
+                      _la([_la_u(3, 3)], _np_gelqf, atol=1e-5, id="square")],
+    "_linalg_syevd": [
+        _la([_la_E], _np_syevd, grad=False, atol=1e-5),
+        _la([np.tril(_la_E[0]) + np.triu(_la_u(3, 3) * 9, 1)],
+            lambda a: _np_syevd(np.tril(a) + _T(np.tril(a, -1))), grad=False, atol=1e-5, id="reads-lower"),
+        prop(_la_sym_grad("_linalg_syevd", _la_E / 2), id="grad"),
+    ],
+    "_backward_linalg_potrf": [via("_linalg_potrf")],
+    "_backward_linalg_potri": [via("_linalg_potri")],
+    "_backward_linalg_trsm": [via("_linalg_trsm")],
+    "_backward_linalg_trmm": [via("_linalg_trmm")],
+    "_backward_linalg_syrk": [via("_linalg_syrk")],
+    "_backward_linalg_sumlogdiag": [via("_linalg_sumlogdiag")],
+    "_backward_linalg_det": [via("_linalg_det")],
+    "_backward_linalg_slogdet": [via("_linalg_slogdet")],
+    "_backward_linalg_gelqf": [via("_linalg_gelqf")],
+    "_backward_linalg_syevd": [via("_linalg_syevd")],
+})
+
+
 def test_aliases_resolve_to_entries():
     """Every registered name (aliases included) reaches a table entry, and
     the public ones are callable as mx.nd functions."""

@@ -45,6 +45,7 @@ from .ndarray import (  # noqa: F401
 )
 from .legacy import all_finite, histogram, multi_all_finite, onehot_encode  # noqa: F401
 from . import op  # noqa: F401
+from . import linalg  # noqa: F401
 from . import random  # noqa: F401
 from . import _internal  # noqa: F401
 from .utils import load, load_frombuffer, save  # noqa: F401

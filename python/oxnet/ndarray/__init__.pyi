@@ -3,6 +3,7 @@ do not edit."""
 from typing import Any
 
 from . import _internal as _internal
+from . import linalg as linalg
 from . import op as op
 from . import random as random
 from .ndarray import NDArray as NDArray
@@ -708,6 +709,70 @@ def lamb_update_phase1(weight: Any = ..., grad: Any = ..., mean: Any = ..., var:
 
 def lamb_update_phase2(weight: Any = ..., g: Any = ..., r1: Any = ..., r2: Any = ..., lr: Any = ..., lower_bound: Any = ..., upper_bound: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Phase 2 of LAMB: r1 = max(r1, lower_bound) if lower_bound >= 0, r1 = min(r1, upper_bound) if upper_bound >= 0; lr' = lr if r1 == 0 or r2 == 0, else lr * r1 / r2; weight = weight - lr' * g. g comes from lamb_update_phase1, r1 and r2 (shape (1,)) are the norms of weight and g."""
+
+
+def linalg_det(A: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Determinant of square matrices (LU factorization with partial pivoting): shape (1,) for one matrix, the batch axes for a batch; float32 and float64 only. The gradient is dOut * det(A) * A^-T, and zero where A is singular."""
+
+
+def linalg_extractdiag(A: Any = ..., offset: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Extracts the diagonal of square matrices (offset > 0: a diagonal above the main one, < 0: below) as an array with one axis less. Batched over the leading axes; float32 and float64 only."""
+
+
+def linalg_extracttrian(A: Any = ..., offset: Any = ..., lower: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Extracts a triangle of square matrices as a flat array: the lower (offset = 0 and lower=True, or offset < 0; row by row) or upper triangle (column by column) bounded by the offset-th diagonal. Batched over the leading axes (one axis less in the result); float32 and float64 only."""
+
+
+def linalg_gelqf(A: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """LQ factorization (Householder reflections, LAPACK's gelqf + orglq conventions) of matrices A of shape (x, y) with x <= y: returns (Q, L) with A = L * Q, Q of shape (x, y) with orthonormal rows and L of shape (x, x) lower triangular. Batched over the leading axes; float32 and float64 only."""
+
+
+def linalg_gemm(A: Any = ..., B: Any = ..., C: Any = ..., transpose_a: Any = ..., transpose_b: Any = ..., alpha: Any = ..., beta: Any = ..., axis: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """General matrix multiplication and accumulation: out = alpha * op(A) * op(B) + beta * C, op() the identity or the transpose (transpose_a, transpose_b). Inputs of n >= 2 dimensions are batches of matrices with columns on the last axis and rows on `axis` (default -2); float32 and float64 only. Returns an array shaped like C."""
+
+
+def linalg_gemm2(A: Any = ..., B: Any = ..., transpose_a: Any = ..., transpose_b: Any = ..., alpha: Any = ..., axis: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """General matrix multiplication: out = alpha * op(A) * op(B), op() the identity or the transpose (transpose_a, transpose_b). Inputs of n >= 2 dimensions are batches of matrices with columns on the last axis and rows on `axis` (default -2); float32 and float64 only. Returns the batch of products."""
+
+
+def linalg_inverse(A: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Inverse of square matrices (LU factorization with partial pivoting), batched over the leading axes; float32 and float64 only. A singular matrix raises an error."""
+
+
+def linalg_makediag(A: Any = ..., offset: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Square matrices with the input's last axis as their diagonal (offset > 0: a diagonal above the main one, < 0: below), zeros elsewhere; one axis more than the input. Float32 and float64 only."""
+
+
+def linalg_maketrian(A: Any = ..., offset: Any = ..., lower: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Square matrices from flat triangles (the inverse of extracttrian): the last axis, of length m * (m + 1) / 2, fills the lower (row by row; offset = 0 and lower=True, or offset < 0) or upper triangle (column by column) of an (m + |offset|) x (m + |offset|) matrix, zeros elsewhere. Float32 and float64 only."""
+
+
+def linalg_potrf(A: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Cholesky factorization of symmetric positive-definite matrices: returns B with A = B * B^T and B lower triangular (lower=True, the default; only A's lower triangle is read), or A = B^T * B and B upper triangular (lower=False; A's upper triangle). Batched over the leading axes; float32 and float64 only. A matrix that is not positive definite raises an error."""
+
+
+def linalg_potri(A: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Inverse of a symmetric positive-definite matrix from its Cholesky factor A (as returned by potrf): out = A^-T * A^-1 (lower=True, the default; A's lower triangle is read) or A^-1 * A^-T (lower=False). Batched over the leading axes; float32 and float64 only. A zero on A's diagonal raises an error."""
+
+
+def linalg_slogdet(A: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Sign and natural log of the absolute value of the determinant of square matrices: returns (sign, logabsdet), each of shape (1,) for one matrix or the batch axes; a singular matrix gives sign 0 and logabsdet -inf. Float32 and float64 only. Only logabsdet has a gradient (dOut * A^-T, zero for a singular A)."""
+
+
+def linalg_sumlogdiag(A: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Sum of the natural logarithms of the diagonal of square matrices: shape (1,) for one matrix, the batch axes for a batch. Float32 and float64 only."""
+
+
+def linalg_syrk(A: Any = ..., transpose: Any = ..., alpha: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Multiplication of a matrix with its transpose: out = alpha * A * A^T (transpose=False, the default) or alpha * A^T * A (transpose=True). Batched over the leading axes; float32 and float64 only."""
+
+
+def linalg_trmm(A: Any = ..., B: Any = ..., transpose: Any = ..., rightside: Any = ..., lower: Any = ..., alpha: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Triangular matrix multiplication: out = alpha * op(A) * B (rightside=False) or alpha * B * op(A) (rightside=True); only A's lower (lower=True, the default) or upper triangle is used and op() is the transpose when transpose=True. Batched over the leading axes; float32 and float64 only."""
+
+
+def linalg_trsm(A: Any = ..., B: Any = ..., transpose: Any = ..., rightside: Any = ..., lower: Any = ..., alpha: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Solves a triangular system: returns out with op(A) * out = alpha * B (rightside=False) or out * op(A) = alpha * B (rightside=True); A is read as lower (lower=True, the default) or upper triangular and op() is the transpose when transpose=True. Batched over the leading axes; float32 and float64 only."""
 
 
 def log(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:

@@ -121,6 +121,22 @@ ARGS = {
     'im2col': ('data', 'kernel', 'stride', 'dilate', 'pad'),
     'lamb_update_phase1': ('weight', 'grad', 'mean', 'var', 'beta1', 'beta2', 'epsilon', 't', 'bias_correction', 'wd', 'rescale_grad', 'clip_gradient'),
     'lamb_update_phase2': ('weight', 'g', 'r1', 'r2', 'lr', 'lower_bound', 'upper_bound'),
+    'linalg_det': ('A',),
+    'linalg_extractdiag': ('A', 'offset'),
+    'linalg_extracttrian': ('A', 'offset', 'lower'),
+    'linalg_gelqf': ('A',),
+    'linalg_gemm': ('A', 'B', 'C', 'transpose_a', 'transpose_b', 'alpha', 'beta', 'axis'),
+    'linalg_gemm2': ('A', 'B', 'transpose_a', 'transpose_b', 'alpha', 'axis'),
+    'linalg_inverse': ('A',),
+    'linalg_makediag': ('A', 'offset'),
+    'linalg_maketrian': ('A', 'offset', 'lower'),
+    'linalg_potrf': ('A',),
+    'linalg_potri': ('A',),
+    'linalg_slogdet': ('A',),
+    'linalg_sumlogdiag': ('A',),
+    'linalg_syrk': ('A', 'transpose', 'alpha'),
+    'linalg_trmm': ('A', 'B', 'transpose', 'rightside', 'lower', 'alpha'),
+    'linalg_trsm': ('A', 'B', 'transpose', 'rightside', 'lower', 'alpha'),
     'log': ('data',),
     'log10': ('data',),
     'log1p': ('data',),
@@ -228,4 +244,10 @@ ARGS = {
     'where': ('condition', 'x', 'y'),
     'zeros': ('shape', 'ctx', 'dtype', 'stype'),
     'zeros_like': ('data',),
+}
+
+# Keyword-only arguments MXNet accepts but does not list in its signatures.
+KWONLY = {
+    'linalg_potrf': ('lower',),
+    'linalg_potri': ('lower',),
 }

@@ -16,15 +16,18 @@ def _make(name):
 
     input_names = op.inputs
     variadic = op.variadic
-    from ._signatures import ARGS
+    from ._signatures import ARGS, KWONLY
 
     # MXNet's argument order (inputs, then parameters) for positional calls;
     # also the names MXNet accepts, so a misspelt keyword raises instead of
     # being ignored
     order = ARGS.get(name)
+    kwonly = KWONLY.get(name, ())
     # Inputs may always come by keyword, also those MXNet's signature omits
-    # (auxiliary states such as IdentityAttachKLSparseReg's moving_avg).
-    known = frozenset(order or ()) | (frozenset(input_names) if order else frozenset())
+    # (auxiliary states such as IdentityAttachKLSparseReg's moving_avg);
+    # KWONLY lists parameters MXNet accepts by keyword but leaves out of its
+    # signature (potrf's lower).
+    known = frozenset(order or ()) | (frozenset(input_names) if order else frozenset()) | frozenset(kwonly)
     # Positional parameters start after the inputs MXNet's signature lists.
     n_order_inputs = 0
     for a in order or ():
@@ -49,7 +52,7 @@ def _make(name):
         if known:
             unknown = [k for k in kwargs if k not in known and not (k.startswith("__") and k.endswith("__"))]
             if unknown:
-                params = [a for a in order if a not in input_names]
+                params = [a for a in order or () if a not in input_names] + list(kwonly)
                 raise TypeError(
                     f"{op.name}: unknown argument(s) {', '.join(map(repr, unknown))}; "
                     f"it takes {', '.join(params) if params else 'no parameters'}"

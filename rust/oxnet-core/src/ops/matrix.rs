@@ -184,7 +184,7 @@ fn parallelism(flops: usize) -> Parallelism {
 /// `batch` independent products; parallel over the batch when each product
 /// is small, inside each product when they are large.
 #[allow(clippy::too_many_arguments)]
-fn batched<T: 'static + Copy + Send + Sync>(
+pub(crate) fn batched<T: 'static + Copy + Send + Sync>(
     batch: usize,
     m: usize,
     k: usize,

@@ -4,6 +4,7 @@ pub mod elemwise;
 pub mod index;
 pub mod init;
 pub mod kernels;
+pub mod linalg;
 pub mod loss;
 pub mod matrix;
 pub mod misc;

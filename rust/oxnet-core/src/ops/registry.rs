@@ -242,6 +242,7 @@ const FAMILIES: &[&[&OpDef]] = &[
     super::reduce::OPS,
     super::index::OPS,
     super::matrix::OPS,
+    super::linalg::OPS,
     super::shape::OPS,
     super::random::OPS,
     super::sample::OPS,
