@@ -98,3 +98,22 @@ macro_rules! ensure {
         }
     };
 }
+
+/// Run `f`, turning a panic into the error `wrap` makes of its message (a
+/// Rust panic never reaches Python as a crash or a PanicException).
+pub fn catch_panic<T>(
+    f: impl FnOnce() -> Result<T>,
+    wrap: impl FnOnce(String) -> Error,
+) -> Result<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(wrap(msg))
+        }
+    }
+}

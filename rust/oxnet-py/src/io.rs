@@ -28,19 +28,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// Run a decoder entry point, turning a panic on malformed data into an error.
 fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        Ok(r) => r,
-        Err(p) => {
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            Err(Error::Decode(format!(
-                "{what}: the decoder failed on malformed data: {msg}"
-            )))
-        }
-    }
+    oxnet_core::error::catch_panic(f, |msg| {
+        Error::Decode(format!(
+            "{what}: the decoder failed on malformed data: {msg}"
+        ))
+    })
 }
 
 // ------------------------------------------------------------- RecordIO

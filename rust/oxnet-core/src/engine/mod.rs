@@ -175,22 +175,13 @@ pub(crate) fn execute(shared: &Shared, opr: &Opr) {
             Some(f) => {
                 let rc = RunCtx { ctx: opr.ctx };
                 let prof = crate::profiler::op_begin(&opr.prof);
-                let r = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&rc))) {
-                    Ok(r) => r.map_err(|e| e.in_op(opr.name)),
-                    Err(p) => {
-                        let msg = if let Some(s) = p.downcast_ref::<&str>() {
-                            s.to_string()
-                        } else if let Some(s) = p.downcast_ref::<String>() {
-                            s.clone()
-                        } else {
-                            "unknown panic".to_string()
-                        };
-                        Err(Error::Op {
-                            op: opr.name.to_string(),
-                            msg: format!("internal error (panic): {msg}"),
-                        })
-                    }
-                };
+                let r = crate::error::catch_panic(
+                    || f(&rc).map_err(|e| e.in_op(opr.name)),
+                    |msg| Error::Op {
+                        op: opr.name.to_string(),
+                        msg: format!("internal error (panic): {msg}"),
+                    },
+                );
                 crate::profiler::op_end(prof, opr.name, opr.ctx, &opr.prof);
                 r
             }

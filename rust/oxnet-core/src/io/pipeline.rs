@@ -616,19 +616,9 @@ fn produce(
 }
 
 fn guarded(f: impl FnOnce() -> Result<()>) -> Result<()> {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        Ok(r) => r,
-        Err(p) => {
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            Err(Error::Decode(format!(
-                "image pipeline: decoding panicked: {msg}"
-            )))
-        }
-    }
+    crate::error::catch_panic(f, |msg| {
+        Error::Decode(format!("image pipeline: decoding panicked: {msg}"))
+    })
 }
 
 enum Slot<'a> {

@@ -19,66 +19,17 @@ use crate::base::{fmt_shape, DType, Shape};
 use crate::error::{Error, Result};
 use crate::ndarray::Blob;
 
-/// ln |Gamma(x)| (Lanczos approximation, g = 7, 9 terms; reflection below
-/// 1/2). About 1e-15 relative accuracy; +inf at 0 and the negative integers.
-pub(crate) fn lgamma(x: f64) -> f64 {
-    const G: f64 = 7.0;
-    const C: [f64; 9] = [
-        0.999_999_999_999_809_9,
-        676.520_368_121_885_1,
-        -1_259.139_216_722_402_8,
-        771.323_428_777_653_1,
-        -176.615_029_162_140_6,
-        12.507_343_278_686_905,
-        -0.138_571_095_265_720_12,
-        9.984_369_578_019_572e-6,
-        1.505_632_735_149_311_6e-7,
-    ];
-    if x.is_nan() {
-        return x;
-    }
-    if x < 0.5 {
-        let s = (std::f64::consts::PI * x).sin().abs();
-        return std::f64::consts::PI.ln() - s.ln() - lgamma(1.0 - x);
-    }
-    if x.is_infinite() {
-        return f64::INFINITY;
-    }
-    let x = x - 1.0;
-    let mut a = C[0];
-    for (i, &c) in C.iter().enumerate().skip(1) {
-        a += c / (x + i as f64);
-    }
-    let t = x + G + 0.5;
-    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
-}
+/// ln |Gamma(x)| (+inf at 0 and the negative integers).
+pub(crate) use super::special::lgamma64 as lgamma;
 
-/// The digamma function psi(x) = d/dx ln Gamma(x): recurrence up to 10, then
-/// the asymptotic series; reflection for x <= 0.
+/// The digamma function psi(x) = d/dx ln Gamma(x); NaN at its poles (0 and
+/// the negative integers), where the densities' gradients are undefined
+/// (gammaln's gradient keeps MXNet's largest-float64 convention there).
 pub(crate) fn digamma(x: f64) -> f64 {
-    if x.is_nan() {
-        return x;
+    if x <= 0.0 && x == x.floor() {
+        return f64::NAN;
     }
-    if x <= 0.0 {
-        if x == x.floor() {
-            return f64::NAN;
-        }
-        let pi = std::f64::consts::PI;
-        return digamma(1.0 - x) - pi / (pi * x).tan();
-    }
-    let mut x = x;
-    let mut acc = 0.0;
-    while x < 10.0 {
-        acc -= 1.0 / x;
-        x += 1.0;
-    }
-    let f = 1.0 / (x * x);
-    let series = f
-        * (-1.0 / 12.0
-            + f * (1.0 / 120.0
-                + f * (-1.0 / 252.0
-                    + f * (1.0 / 240.0 + f * (-1.0 / 132.0 + f * (691.0 / 32760.0))))));
-    acc + x.ln() - 0.5 / x + series
+    super::special::digamma64(x)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

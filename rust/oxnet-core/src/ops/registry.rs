@@ -310,17 +310,9 @@ pub fn parse_call(def: &'static OpDef, attrs: Attrs) -> Result<OpCall> {
 /// (an arithmetic overflow on absurd sizes, a bug) into an error naming the
 /// operator, so it never reaches Python as a PanicException.
 fn guarded<T>(op: &str, what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        Ok(r) => r,
-        Err(p) => {
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            Err(Error::Param(format!("{op}: failed while {what}: {msg}")))
-        }
-    }
+    crate::error::catch_panic(f, |msg| {
+        Error::Param(format!("{op}: failed while {what}: {msg}"))
+    })
 }
 
 /// Every output must be addressable: its byte size may not exceed
