@@ -13,6 +13,7 @@ pub mod optim_multi;
 pub mod random;
 pub mod reduce;
 pub mod registry;
+pub mod rnn;
 pub mod sequence;
 pub mod sgemm;
 pub mod shape;

@@ -248,6 +248,7 @@ const FAMILIES: &[&[&OpDef]] = &[
     super::norm::OPS,
     super::loss::OPS,
     super::sequence::OPS,
+    super::rnn::OPS,
     super::optim::OPS,
     super::optim_multi::OPS,
 ];
