@@ -927,3 +927,87 @@ pub static BACKWARD_RNN: OpDef = OpDef {
 };
 
 pub static OPS: &[&OpDef] = &[&RNN, &BACKWARD_RNN];
+
+#[cfg(test)]
+mod tests {
+    use super::RNN;
+    use crate::ops::matrix::testutil::{check_grad, vals};
+    use crate::ops::registry::{parse_call, OpCall};
+    use crate::ops::Attrs;
+
+    fn parsed(attrs: &[(&str, &str)]) -> OpCall {
+        parse_call(&RNN, Attrs::from_pairs(attrs)).unwrap()
+    }
+
+    #[test]
+    fn shape_inference_sizes_parameters_and_states() {
+        let c = parsed(&[
+            ("state_size", "5"),
+            ("num_layers", "2"),
+            ("bidirectional", "True"),
+            ("mode", "lstm"),
+            ("state_outputs", "True"),
+        ]);
+        let mut ins = vec![Some(vec![3, 2, 4]), None, None, None];
+        let mut outs = vec![None, None, None];
+        (RNN.infer_shape)(&c, &mut ins, &mut outs).unwrap();
+        // MXNet 1.9.1: (1120,) for lstm, 2 layers, bidirectional, 4 -> 5.
+        assert_eq!(ins[1], Some(vec![1120]));
+        assert_eq!(ins[2], Some(vec![4, 2, 5]));
+        assert_eq!(ins[3], Some(vec![4, 2, 5]));
+        assert_eq!(outs[0], Some(vec![3, 2, 10]));
+        assert_eq!(outs[2], Some(vec![4, 2, 5]));
+        for (mode, want) in [("rnn_tanh", 280), ("gru", 840)] {
+            let c = parsed(&[
+                ("state_size", "5"),
+                ("num_layers", "2"),
+                ("bidirectional", "True"),
+                ("mode", mode),
+            ]);
+            let mut ins = vec![Some(vec![3, 2, 4]), None, None];
+            let mut outs = vec![None];
+            (RNN.infer_shape)(&c, &mut ins, &mut outs).unwrap();
+            assert_eq!(ins[1], Some(vec![want]), "{mode}");
+        }
+        let mut ins = vec![Some(vec![3, 2, 4]), Some(vec![7]), None, None];
+        let e = (RNN.infer_shape)(&c, &mut ins, &mut outs).unwrap_err();
+        assert!(
+            e.message().contains("parameters has shape (7,)"),
+            "{}",
+            e.message()
+        );
+    }
+
+    #[test]
+    fn gradients_all_modes() {
+        let (t, n, i, h) = (3, 2, 2, 2);
+        for (mode, g) in [("rnn_tanh", 1), ("lstm", 4), ("gru", 3)] {
+            let d = 2;
+            let np = d * (g * h * i + g * h * h + 2 * g * h);
+            let mut ins = vec![
+                (vals(t * n * i, 1), vec![t, n, i]),
+                (vals(np, 2), vec![np]),
+                (vals(d * n * h, 3), vec![d, n, h]),
+            ];
+            if mode == "lstm" {
+                ins.push((vals(d * n * h, 4), vec![d, n, h]));
+            }
+            let k = ins.len();
+            ins.push((vec![3.0, 2.0], vec![n]));
+            let diff: Vec<usize> = (0..k).collect();
+            check_grad(
+                "RNN",
+                &[
+                    ("state_size", "2"),
+                    ("num_layers", "1"),
+                    ("bidirectional", "True"),
+                    ("mode", mode),
+                    ("state_outputs", "True"),
+                    ("use_sequence_length", "True"),
+                ],
+                &ins,
+                &diff,
+            );
+        }
+    }
+}
