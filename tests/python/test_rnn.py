@@ -183,6 +183,14 @@ def test_dropout_gradient_is_refused():
     with pytest.raises(MXNetError, match="dropout"):
         out.backward()
         ins[1].grad.asnumpy()
+    # Outside training there is no dropout, and the gradient is p=0's.
+    grads = []
+    for p in (0.5, 0.0):
+        with mx.autograd.record(train_mode=False):
+            out = mx.nd.RNN(*ins, state_size=2, num_layers=2, mode="gru", p=p)
+        out.backward(train_mode=False)
+        grads.append(ins[1].grad.asnumpy())
+    np.testing.assert_array_equal(grads[0], grads[1])
 
 
 def _err(fn):
@@ -221,3 +229,16 @@ def test_errors():
     assert "parameters" in m and "float64" in m, m
     m = _err(lambda: mx.nd.RNN(x, w, s, c, p=1.5, **kw))
     assert "p" in m and "1.5" in m, m
+
+
+def test_empty_and_oversized():
+    # No time steps: out is empty and the final state is the initial one.
+    w = mx.nd.ones((n_params("lstm", 3, 2, 2, True),)) * 0.1
+    s = mx.nd.ones((4, 2, 2)) * 0.5
+    outs = mx.nd.RNN(mx.nd.zeros((0, 2, 3)), w, s, s, state_size=2, num_layers=2, bidirectional=True,
+                     mode="lstm", state_outputs=True)
+    assert [o.shape for o in outs] == [(0, 2, 4), (4, 2, 2), (4, 2, 2)]
+    np.testing.assert_array_equal(outs[1].asnumpy(), s.asnumpy())
+    m = _err(lambda: mx.nd.RNN(mx.nd.zeros((1, 1, 1)), mx.nd.zeros((1,)), mx.nd.zeros((1, 1, 1)),
+                               state_size=1 << 24, num_layers=1 << 16, mode="gru"))
+    assert "does not fit" in m, m

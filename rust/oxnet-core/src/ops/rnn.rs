@@ -78,14 +78,20 @@ impl RnnParam {
         }
     }
     /// Length of the parameter vector for input size `i` (MXNet's rule).
-    fn n_params(&self, i: usize) -> usize {
+    /// None when it does not fit in usize.
+    fn n_params(&self, i: usize) -> Option<usize> {
         let (g, h, d) = (self.mode.gates(), self.h, self.dirs);
-        (0..self.layers)
-            .map(|l| {
-                let inp = if l == 0 { i } else { d * h };
-                d * (g * h * inp + g * h * h + 2 * g * h)
-            })
-            .sum()
+        let gh = g.checked_mul(h)?;
+        let mut total = 0usize;
+        for l in 0..self.layers {
+            let inp = if l == 0 { i } else { d * h };
+            let per = gh
+                .checked_mul(inp)?
+                .checked_add(gh.checked_mul(h)?)?
+                .checked_add(2 * gh)?;
+            total = total.checked_add(d.checked_mul(per)?)?;
+        }
+        Some(total)
     }
     fn describe(&self) -> String {
         format!(
@@ -196,7 +202,12 @@ fn infer_inputs(op: &str, p: &RnnParam, ins: &mut [Option<Shape>]) -> Result<Opt
     }
     let (t, n, i) = (d[0], d[1], d[2]);
     let why = format!("for data shape {} and {}", fmt_shape(&d), p.describe());
-    want(op, "parameters", &mut ins[1], vec![p.n_params(i)], &why)?;
+    let np = p.n_params(i).ok_or_else(|| {
+        Error::Shape(format!(
+            "{op}: the parameter vector {why} does not fit in memory"
+        ))
+    })?;
+    want(op, "parameters", &mut ins[1], vec![np], &why)?;
     let st = vec![p.layers * p.dirs, n, p.h];
     want(op, "state", &mut ins[2], st.clone(), &why)?;
     let mut k = 3;
@@ -773,14 +784,24 @@ fn run_forward<F: Float + Elem>(c: &OpCall, i: &[Blob], o: &[Blob], k: &KernelCt
     Ok(())
 }
 
+/// Whether a backward in training mode would need the forward's dropout
+/// masks, which are not kept (the backward reruns the forward).
+fn dropout_in_backward(p: &RnnParam, train: bool) -> bool {
+    train && p.p > 0.0 && p.layers > 1
+}
+
+fn dropout_grad_error() -> Error {
+    Error::Param(
+        "RNN: the gradient through dropout between layers (p > 0 in training) is not supported; \
+         use p=0, or single-layer RNN calls with Dropout between them"
+            .into(),
+    )
+}
+
 fn run_backward<F: Float + Elem>(c: &OpCall, i: &[Blob], o: &[Blob], k: &KernelCtx) -> Result<()> {
     let p = c.p::<RnnParam>();
-    if k.is_train && p.p > 0.0 && p.layers > 1 {
-        return Err(Error::Param(
-            "RNN: the gradient through dropout between layers (p > 0 in training) is not supported; \
-             use p=0 or separate RNN layers with Dropout between them"
-                .into(),
-        ));
+    if dropout_in_backward(p, k.is_train) {
+        return Err(dropout_grad_error());
     }
     let dm = dims(&i[0]);
     let lens = lengths(p, i, dm.t, dm.n);
@@ -862,6 +883,9 @@ pub static RNN: OpDef = OpDef {
     }),
     grad: Some(|c, b, x, _, g| {
         let p = c.p::<RnnParam>();
+        if dropout_in_backward(p, crate::autograd::is_training()) {
+            return Err(dropout_grad_error());
+        }
         let mut ins: Vec<Entry> = x.to_vec();
         ins.extend_from_slice(g);
         let r = b.op("_backward_RNN", &attr_pairs(c), &ins)?;
