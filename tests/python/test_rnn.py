@@ -211,6 +211,8 @@ def test_errors():
     assert "state_cell" in m and "(1, 3, 2)" in m, m
     m = _err(lambda: mx.nd.RNN(x, w, s, **kw))
     assert "RNN" in m and "state_cell" in m, m
+    m = _err(lambda: mx.nd.RNN(x, w, s, state_size=2, num_layers=1, mode="gru", use_sequence_length=True))
+    assert "data, parameters, state, sequence_length" in m and "got 3" in m, m
     m = _err(lambda: mx.nd.RNN(x, w, s, c, mx.nd.array([1, 2, 3]), use_sequence_length=True, **kw))
     assert "sequence_length" in m and "(3,)" in m and "(2,)" in m, m
     m = _err(lambda: mx.nd.RNN(x[0], w, s, c, **kw))

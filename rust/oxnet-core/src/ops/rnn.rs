@@ -70,6 +70,16 @@ impl RnnParam {
     fn n_in(&self) -> usize {
         3 + self.lstm() as usize + self.use_len as usize
     }
+    fn input_names(&self) -> Vec<&'static str> {
+        let mut v = vec!["data", "parameters", "state"];
+        if self.lstm() {
+            v.push("state_cell");
+        }
+        if self.use_len {
+            v.push("sequence_length");
+        }
+        v
+    }
     fn n_out(&self) -> usize {
         if self.state_outputs {
             2 + self.lstm() as usize
@@ -858,6 +868,7 @@ pub static RNN: OpDef = OpDef {
           are refused.",
     inputs: &["data", "parameters", "state", "state_cell", "sequence_length"],
     num_inputs: Some(|c| c.p::<RnnParam>().n_in()),
+    inputs_of: Some(|c| c.p::<RnnParam>().input_names()),
     num_outputs: |c| c.p::<RnnParam>().n_out(),
     parse: |a| parse_rnn(a, "RNN"),
     infer_shape: |c, ins, outs| {
@@ -917,6 +928,12 @@ pub static BACKWARD_RNN: OpDef = OpDef {
     num_inputs: Some(|c| {
         let p = c.p::<RnnParam>();
         p.n_in() + p.n_out()
+    }),
+    inputs_of: Some(|c| {
+        let p = c.p::<RnnParam>();
+        let mut v = p.input_names();
+        v.extend(["dout", "dhy", "dcy"].iter().take(p.n_out()));
+        v
     }),
     num_outputs: |c| 3 + c.p::<RnnParam>().lstm() as usize,
     parse: |a| parse_rnn(a, "RNN"),
