@@ -16,6 +16,14 @@
 //! `sequence_length` follows the cuDNN semantics MXNet documents: steps at
 //! or after a sequence's length give zero outputs and leave the state
 //! unchanged (the reverse direction starts at the last valid step).
+//! MXNet 1.9.1's CPU operator ignores sequence_length (and p); oxnet does
+//! what MXNet documents.
+//!
+//! Dropout (`p`, training only, between layers) draws its masks from the
+//! per-context generator in the forward. The masks are not kept, so the
+//! gradient through them raises (the backward reruns the forward).
+//! projection_size and lstm_state_clip_* are refused: MXNet implements them
+//! only with cuDNN.
 use super::attrs::Attrs;
 use super::matrix::gemm_into;
 use super::registry::{Entry, KernelCtx, OpCall, OpDef, Params, Resource};
