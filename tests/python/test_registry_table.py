@@ -1782,6 +1782,42 @@ TABLE.update({
 })
 
 
+# Fused RNN (feat-rnn): MXNet 1.9.1's RNN operator, all four modes, stacked,
+# bidirectional and with sequence_length, against the NumPy reference in
+# rnntest.py (itself checked against MXNet's values in test_rnn.py).
+from rnntest import n_params as _rnn_np, rnn_ref as _rnn_ref  # noqa: E402
+
+
+def _rnn_case(mode, layers=1, bi=False, lens=None, t=3, n=2, i=3, h=2, id=None, **kw):
+    d = 2 if bi else 1
+    ins = [U(t, n, i), U(_rnn_np(mode, i, h, layers, bi), lo=-0.8, hi=0.8), U(layers * d, n, h)]
+    if mode == "lstm":
+        ins.append(U(layers * d, n, h))
+    params = dict(state_size=h, num_layers=layers, mode=mode, bidirectional=bi, **kw)
+    wrt = None
+    if lens is not None:
+        ins.append(A(lens))
+        params["use_sequence_length"] = True
+        wrt = list(range(len(ins) - 1))
+    return ref(ins, _rnn_ref, params, wrt=wrt, id=id)
+
+
+TABLE.update({
+    "RNN": [
+        _rnn_case("rnn_tanh", state_outputs=True, id="tanh"),
+        _rnn_case("rnn_relu", layers=2, id="relu_2layers"),
+        _rnn_case("lstm", state_outputs=True, id="lstm"),
+        _rnn_case("lstm", layers=2, bi=True, state_outputs=True, id="lstm_2layers_bi"),
+        _rnn_case("gru", state_outputs=True, id="gru"),
+        _rnn_case("gru", layers=2, bi=True, id="gru_2layers_bi"),
+        _rnn_case("rnn_tanh", bi=True, lens=[2.0, 3.0], state_outputs=True, id="tanh_bi_seqlen"),
+        _rnn_case("lstm", bi=True, lens=[3.0, 1.0], state_outputs=True, id="lstm_bi_seqlen"),
+        _rnn_case("gru", layers=2, lens=[1.0, 3.0], state_outputs=True, id="gru_2layers_seqlen"),
+    ],
+    "_backward_RNN": [via("RNN")],
+})
+
+
 def test_aliases_resolve_to_entries():
     """Every registered name (aliases included) reaches a table entry, and
     the public ones are callable as mx.nd functions."""

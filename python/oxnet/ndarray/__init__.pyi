@@ -339,6 +339,10 @@ def Pooling(data: Any = ..., kernel: Any = ..., pool_type: Any = ..., global_poo
     """Pooling over 1-D/2-D/3-D windows: max, avg (count_include_pad), sum, lp (p_value); global_pool; pooling_convention valid (floor), full (ceil) or same (ceil(x/stride), symmetric padding)."""
 
 
+def RNN(data: Any = ..., parameters: Any = ..., state: Any = ..., state_cell: Any = ..., sequence_length: Any = ..., state_size: Any = ..., num_layers: Any = ..., bidirectional: Any = ..., mode: Any = ..., p: Any = ..., state_outputs: Any = ..., projection_size: Any = ..., lstm_state_clip_min: Any = ..., lstm_state_clip_max: Any = ..., lstm_state_clip_nan: Any = ..., use_sequence_length: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Applies recurrent layers to input data (MXNet 1.9.1's fused RNN): mode 'rnn_relu', 'rnn_tanh', 'lstm' or 'gru' (cuDNN's GRU: the reset gate multiplies the h2h product plus its bias), num_layers stacked layers of state_size units, bidirectional optional."""
+
+
 def ROIPooling(data: Any = ..., rois: Any = ..., pooled_size: Any = ..., spatial_scale: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Region-of-interest max pooling: data (N, C, H, W), rois (R, 5) rows of [batch_index, x1, y1, x2, y2] in input-image coordinates; each roi is scaled by spatial_scale (in [0, 1]) and rounded to whole pixels, split into pooled_size (h, w) bins and max-pooled per bin; output (R, C, h, w), empty bins give 0. Gradient to data only (to each bin's maximum); rois get none."""
 

@@ -30,6 +30,7 @@ ARGS = {
     'MakeLoss': ('data', 'grad_scale', 'valid_thresh', 'normalization'),
     'Pad': ('data', 'mode', 'pad_width', 'constant_value'),
     'Pooling': ('data', 'kernel', 'pool_type', 'global_pool', 'cudnn_off', 'pooling_convention', 'stride', 'pad', 'p_value', 'count_include_pad', 'layout'),
+    'RNN': ('data', 'parameters', 'state', 'state_cell', 'sequence_length', 'state_size', 'num_layers', 'bidirectional', 'mode', 'p', 'state_outputs', 'projection_size', 'lstm_state_clip_min', 'lstm_state_clip_max', 'lstm_state_clip_nan', 'use_sequence_length'),
     'ROIPooling': ('data', 'rois', 'pooled_size', 'spatial_scale'),
     'Reshape': ('data', 'shape', 'reverse', 'target_shape', 'keep_highest'),
     'SVMOutput': ('data', 'label', 'margin', 'regularization_coefficient', 'use_linear'),

@@ -173,6 +173,90 @@ unsafe fn gemm_one<T: 'static + Copy>(
     );
 }
 
+/// `dst (m x n) = op(a) . op(b)`, or `dst += op(a) . op(b)` with
+/// `accumulate`, for callers outside this file (RNN): `a` is stored (m, k)
+/// or (k, m) when `ta`, `b` (k, n) or (n, k) when `tb`, all row-major and
+/// contiguous. Panics if a slice is shorter than its matrix.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn gemm_into<T: crate::base::dtype::Elem>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &[T],
+    ta: bool,
+    b: &[T],
+    tb: bool,
+    dst: &mut [T],
+    accumulate: bool,
+) {
+    assert!(a.len() >= m * k && b.len() >= k * n && dst.len() >= m * n);
+    if m * n == 0 {
+        return;
+    }
+    let (one, zero) = (T::from_f64(1.0), T::from_f64(0.0));
+    if k == 0 {
+        if !accumulate {
+            dst[..m * n].fill(zero);
+        }
+        return;
+    }
+    let par = parallelism(m * n * k);
+    if !accumulate {
+        // SAFETY: the slices cover the matrices (checked above); dst is a
+        // distinct &mut slice.
+        unsafe {
+            gemm_one(
+                m,
+                k,
+                n,
+                a.as_ptr(),
+                ta,
+                b.as_ptr(),
+                tb,
+                dst.as_mut_ptr(),
+                one,
+                zero,
+                par,
+            )
+        };
+        return;
+    }
+    let (a_rs, a_cs) = if ta {
+        (1isize, m as isize)
+    } else {
+        (k as isize, 1isize)
+    };
+    let (b_rs, b_cs) = if tb {
+        (1isize, k as isize)
+    } else {
+        (n as isize, 1isize)
+    };
+    // SAFETY: as above; read_dst = true adds the product to dst.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.as_mut_ptr(),
+            1,
+            n as isize,
+            true,
+            a.as_ptr(),
+            a_cs,
+            a_rs,
+            b.as_ptr(),
+            b_cs,
+            b_rs,
+            one,
+            one,
+            false,
+            false,
+            false,
+            par,
+        )
+    };
+}
+
 fn parallelism(flops: usize) -> Parallelism {
     if flops < PAR_FLOPS || rayon::current_num_threads() <= 1 {
         Parallelism::None

@@ -16,6 +16,7 @@ pub mod pdf;
 pub mod random;
 pub mod reduce;
 pub mod registry;
+pub mod rnn;
 pub mod sample;
 pub mod sequence;
 pub mod sgemm;

@@ -95,6 +95,10 @@ pub struct OpDef {
     /// For operators whose mutated inputs depend on the call (the states of
     /// the variadic multi-tensor optimizer updates): replaces `mutates`.
     pub mutates_of: Option<fn(&OpCall) -> Vec<usize>>,
+    /// For operators whose optional inputs are not a prefix of `inputs`
+    /// (RNN's sequence_length follows state only without state_cell): the
+    /// names of a call's inputs; replaces the prefix rule of `input_names`.
+    pub inputs_of: Option<fn(&OpCall) -> Vec<&'static str>>,
     pub resources: &'static [Resource],
 }
 
@@ -119,6 +123,9 @@ impl OpDef {
         }
     }
     pub fn input_names(&self, call: &OpCall) -> Vec<String> {
+        if let Some(f) = self.inputs_of {
+            return f(call).into_iter().map(String::from).collect();
+        }
         let n = self.n_inputs(call);
         let names = self.inputs;
         if self.is_variadic() {
@@ -160,6 +167,7 @@ impl OpDef {
         grad: None,
         mutates: &[],
         mutates_of: None,
+        inputs_of: None,
         resources: &[],
     };
 }
@@ -251,6 +259,7 @@ const FAMILIES: &[&[&OpDef]] = &[
     super::norm::OPS,
     super::loss::OPS,
     super::sequence::OPS,
+    super::rnn::OPS,
     super::optim::OPS,
     super::optim_multi::OPS,
     super::special::OPS,

@@ -1,0 +1,1062 @@
+//! MXNet 1.9.1's fused `RNN` operator (CPU): stacked, optionally
+//! bidirectional vanilla RNN (relu / tanh), LSTM and GRU over data laid out
+//! (seq_len, batch, input_size), with every weight and bias in one flat
+//! `parameters` vector, and its gradient through `_backward_RNN`.
+//!
+//! Parameter layout (MXNet's and cuDNN's): first the weights, for each
+//! layer and then each direction: i2h (G*H, in) then h2h (G*H, H); then the
+//! biases in the same order: i2h (G*H) then h2h (G*H). G is the number of
+//! gates (1 for rnn_*, 4 for lstm in the order i, f, g, o; 3 for gru in the
+//! order r, z, n); `in` is input_size for the first layer, D*H above it.
+//!
+//! Per layer, the input-to-hidden products of all time steps are one GEMM;
+//! the recurrent products are one GEMM per step. The backward reruns the
+//! forward keeping the gate activations, then back-propagates through time.
+//!
+//! `sequence_length` follows the cuDNN semantics MXNet documents: steps at
+//! or after a sequence's length give zero outputs and leave the state
+//! unchanged (the reverse direction starts at the last valid step).
+//! MXNet 1.9.1's CPU operator ignores sequence_length (and p); oxnet does
+//! what MXNet documents.
+//!
+//! Dropout (`p`, training only, between layers) draws its masks from the
+//! per-context generator in the forward. The masks are not kept, so the
+//! gradient through them raises (the backward reruns the forward).
+//! projection_size and lstm_state_clip_* are refused: MXNet implements them
+//! only with cuDNN.
+use super::attrs::Attrs;
+use super::matrix::gemm_into;
+use super::registry::{Entry, KernelCtx, OpCall, OpDef, Params, Resource};
+use crate::base::dtype::Elem;
+use crate::base::{fmt_shape, DType, Shape};
+use crate::error::{Error, Result};
+use crate::ndarray::Blob;
+use num_traits::Float;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Relu,
+    Tanh,
+    Lstm,
+    Gru,
+}
+
+impl Mode {
+    fn gates(self) -> usize {
+        match self {
+            Mode::Relu | Mode::Tanh => 1,
+            Mode::Lstm => 4,
+            Mode::Gru => 3,
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Relu => "rnn_relu",
+            Mode::Tanh => "rnn_tanh",
+            Mode::Lstm => "lstm",
+            Mode::Gru => "gru",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct RnnParam {
+    h: usize,
+    layers: usize,
+    dirs: usize,
+    mode: Mode,
+    p: f64,
+    state_outputs: bool,
+    use_len: bool,
+}
+
+impl RnnParam {
+    fn lstm(&self) -> bool {
+        self.mode == Mode::Lstm
+    }
+    /// Forward inputs: data, parameters, state, [state_cell], [sequence_length].
+    fn n_in(&self) -> usize {
+        3 + self.lstm() as usize + self.use_len as usize
+    }
+    fn input_names(&self) -> Vec<&'static str> {
+        let mut v = vec!["data", "parameters", "state"];
+        if self.lstm() {
+            v.push("state_cell");
+        }
+        if self.use_len {
+            v.push("sequence_length");
+        }
+        v
+    }
+    fn n_out(&self) -> usize {
+        if self.state_outputs {
+            2 + self.lstm() as usize
+        } else {
+            1
+        }
+    }
+    /// Length of the parameter vector for input size `i` (MXNet's rule).
+    /// None when it does not fit in usize.
+    fn n_params(&self, i: usize) -> Option<usize> {
+        let (g, h, d) = (self.mode.gates(), self.h, self.dirs);
+        let gh = g.checked_mul(h)?;
+        let mut total = 0usize;
+        for l in 0..self.layers {
+            let inp = if l == 0 { i } else { d * h };
+            let per = gh
+                .checked_mul(inp)?
+                .checked_add(gh.checked_mul(h)?)?
+                .checked_add(2 * gh)?;
+            total = total.checked_add(d.checked_mul(per)?)?;
+        }
+        Some(total)
+    }
+    fn describe(&self) -> String {
+        format!(
+            "mode='{}', state_size={}, num_layers={}, bidirectional={}",
+            self.mode.name(),
+            self.h,
+            self.layers,
+            if self.dirs == 2 { "True" } else { "False" }
+        )
+    }
+}
+
+fn parse_rnn(a: &Attrs, op: &str) -> Result<Params> {
+    let p = a.p(op);
+    let h = p.i64_req("state_size")?;
+    let layers = p.i64_req("num_layers")?;
+    if h <= 0 || h > 1 << 24 {
+        return Err(Error::Param(format!(
+            "{op}: state_size must be a positive integer, got {h}"
+        )));
+    }
+    if layers <= 0 || layers > 1 << 16 {
+        return Err(Error::Param(format!(
+            "{op}: num_layers must be a positive integer, got {layers}"
+        )));
+    }
+    if !a.raw("mode").is_some_and(|v| v != "None" && !v.is_empty()) {
+        return Err(Error::Param(format!(
+            "{op}: required argument 'mode' is missing (one of 'gru', 'lstm', 'rnn_relu', 'rnn_tanh')"
+        )));
+    }
+    let mode = match p
+        .choice("mode", "", &["gru", "lstm", "rnn_relu", "rnn_tanh"])?
+        .as_str()
+    {
+        "gru" => Mode::Gru,
+        "lstm" => Mode::Lstm,
+        "rnn_relu" => Mode::Relu,
+        _ => Mode::Tanh,
+    };
+    let drop = p.f64("p", 0.0)?;
+    if !(0.0..=1.0).contains(&drop) {
+        return Err(Error::Param(format!(
+            "{op}: p (dropout rate) must be in [0, 1], got {drop}"
+        )));
+    }
+    if p.has("projection_size") {
+        return Err(Error::Param(format!(
+            "{op}: projection_size is not supported (MXNet 1.9.1 implements LSTM projection only with cuDNN)"
+        )));
+    }
+    if p.has("lstm_state_clip_min") || p.has("lstm_state_clip_max") {
+        return Err(Error::Param(format!(
+            "{op}: lstm_state_clip_min / lstm_state_clip_max are not supported (MXNet 1.9.1 clips LSTM \
+             states only with cuDNN; its CPU operator ignores them)"
+        )));
+    }
+    p.bool("lstm_state_clip_nan", false)?;
+    Ok(Box::new(RnnParam {
+        h: h as usize,
+        layers: layers as usize,
+        dirs: if p.bool("bidirectional", false)? {
+            2
+        } else {
+            1
+        },
+        mode,
+        p: drop,
+        state_outputs: p.bool("state_outputs", false)?,
+        use_len: p.bool("use_sequence_length", false)?,
+    }))
+}
+
+fn attr_pairs(c: &OpCall) -> Vec<(&str, String)> {
+    c.attrs
+        .0
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.clone()))
+        .collect()
+}
+
+/// Fill or check one input's shape.
+fn want(op: &str, what: &str, slot: &mut Option<Shape>, exp: Shape, why: &str) -> Result<()> {
+    match slot {
+        None => *slot = Some(exp),
+        Some(s) if *s != exp => {
+            return Err(Error::Shape(format!(
+                "{op}: {what} has shape {}, expected {} {why}",
+                fmt_shape(s),
+                fmt_shape(&exp)
+            )))
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Check (and fill) the forward inputs; returns (T, N, I).
+fn infer_inputs(op: &str, p: &RnnParam, ins: &mut [Option<Shape>]) -> Result<Option<[usize; 3]>> {
+    let Some(d) = ins[0].clone() else {
+        return Ok(None);
+    };
+    if d.len() != 3 {
+        return Err(Error::Shape(format!(
+            "{op}: data must be 3-D (seq_len, batch, input_size), got shape {}",
+            fmt_shape(&d)
+        )));
+    }
+    let (t, n, i) = (d[0], d[1], d[2]);
+    let why = format!("for data shape {} and {}", fmt_shape(&d), p.describe());
+    let np = p.n_params(i).ok_or_else(|| {
+        Error::Shape(format!(
+            "{op}: the parameter vector {why} does not fit in memory"
+        ))
+    })?;
+    want(op, "parameters", &mut ins[1], vec![np], &why)?;
+    let st = vec![p.layers * p.dirs, n, p.h];
+    want(op, "state", &mut ins[2], st.clone(), &why)?;
+    let mut k = 3;
+    if p.lstm() {
+        want(op, "state_cell", &mut ins[3], st, &why)?;
+        k += 1;
+    }
+    if p.use_len {
+        want(op, "sequence_length", &mut ins[k], vec![n], &why)?;
+    }
+    Ok(Some([t, n, i]))
+}
+
+fn out_shapes(p: &RnnParam, [t, n, _]: [usize; 3]) -> Vec<Shape> {
+    let mut v = vec![vec![t, n, p.dirs * p.h]];
+    if p.state_outputs {
+        v.push(vec![p.layers * p.dirs, n, p.h]);
+        if p.lstm() {
+            v.push(vec![p.layers * p.dirs, n, p.h]);
+        }
+    }
+    v
+}
+
+/// data, parameters, state(s) and the output gradients share one float
+/// dtype; sequence_length may have any dtype.
+fn infer_types(
+    op: &str,
+    p: &RnnParam,
+    ins: &mut [Option<DType>],
+    outs: &mut [Option<DType>],
+    skip: Option<usize>,
+) -> Result<()> {
+    let names = ["data", "parameters", "state", "state_cell"];
+    let known = ins
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| Some(*k) != skip)
+        .find_map(|(_, t)| *t);
+    let Some(t) = known else { return Ok(()) };
+    if !t.is_float() {
+        return Err(Error::DType(format!(
+            "{op}: dtype {} is not supported (float16, float32 or float64)",
+            t.name()
+        )));
+    }
+    for (k, x) in ins.iter_mut().enumerate() {
+        if Some(k) == skip {
+            continue;
+        }
+        match x {
+            None => *x = Some(t),
+            Some(u) if *u != t => {
+                let nm = if k < 3 + p.lstm() as usize {
+                    names[k].to_string()
+                } else {
+                    format!("input {k}")
+                };
+                return Err(Error::DType(format!(
+                    "{op}: {nm} has dtype {}, expected {} like data (one dtype for data, parameters and states)",
+                    u.name(),
+                    t.name()
+                )));
+            }
+            _ => {}
+        }
+    }
+    for o in outs.iter_mut() {
+        *o = Some(t);
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// The computation, in F = f32 (for float16 / float32) or f64.
+// ---------------------------------------------------------------------------
+
+/// Offsets of one (layer, direction) block in the parameter vector.
+#[derive(Clone, Copy)]
+struct Block {
+    wx: usize,
+    wh: usize,
+    bx: usize,
+    bh: usize,
+    inp: usize,
+}
+
+fn blocks(p: &RnnParam, i: usize) -> Vec<Block> {
+    let (g, h, d) = (p.mode.gates(), p.h, p.dirs);
+    let mut v = Vec::with_capacity(p.layers * d);
+    let mut off = 0;
+    for l in 0..p.layers {
+        let inp = if l == 0 { i } else { d * h };
+        for _ in 0..d {
+            v.push(Block {
+                wx: off,
+                wh: off + g * h * inp,
+                bx: 0,
+                bh: 0,
+                inp,
+            });
+            off += g * h * inp + g * h * h;
+        }
+    }
+    for b in v.iter_mut() {
+        b.bx = off;
+        b.bh = off + g * h;
+        off += 2 * g * h;
+    }
+    v
+}
+
+struct Dims {
+    t: usize,
+    n: usize,
+    i: usize,
+}
+
+/// What the backward needs from the forward of one (layer, direction).
+#[derive(Default)]
+struct Cache<F> {
+    /// Gate values after their nonlinearity, (T, N, G*H); for rnn_* the
+    /// hidden value itself.
+    gates: Vec<F>,
+    /// Hidden state before each step (T, N, H) (LSTM: also the cell).
+    hprev: Vec<F>,
+    cprev: Vec<F>,
+    /// LSTM: cell after each step; GRU: h2h product of the n gate plus its bias.
+    aux: Vec<F>,
+}
+
+struct Fwd<F> {
+    out: Vec<F>,
+    hy: Vec<F>,
+    cy: Vec<F>,
+    /// Per layer: its input (after dropout); per (layer, direction): cache.
+    inputs: Vec<Vec<F>>,
+    masks: Vec<Vec<F>>,
+    caches: Vec<Cache<F>>,
+}
+
+fn sigmoid<F: Float>(x: F) -> F {
+    F::one() / (F::one() + (-x).exp())
+}
+
+/// Time steps in processing order for direction `dir`.
+fn steps(t: usize, dir: usize) -> Box<dyn Iterator<Item = usize>> {
+    if dir == 0 {
+        Box::new(0..t)
+    } else {
+        Box::new((0..t).rev())
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn forward<F: Float + Elem>(
+    p: &RnnParam,
+    dm: &Dims,
+    x: &[F],
+    w: &[F],
+    h0: &[F],
+    c0: &[F],
+    lens: &[usize],
+    masks: Vec<Vec<F>>,
+    keep: bool,
+) -> Fwd<F> {
+    let (g, h, nd) = (p.mode.gates(), p.h, p.dirs);
+    let (tn, n) = (dm.t, dm.n);
+    let gh = g * h;
+    let bl = blocks(p, dm.i);
+    let mut hy = vec![F::zero(); p.layers * nd * n * h];
+    let mut cy = vec![F::zero(); if p.lstm() { hy.len() } else { 0 }];
+    let mut inputs = Vec::new();
+    let mut caches = Vec::new();
+    let mut cur = x.to_vec();
+    for l in 0..p.layers {
+        if l > 0 {
+            if let Some(m) = masks.get(l - 1) {
+                for (v, &k) in cur.iter_mut().zip(m) {
+                    *v = *v * k;
+                }
+            }
+        }
+        let mut out = vec![F::zero(); tn * n * nd * h];
+        for dir in 0..nd {
+            let b = bl[l * nd + dir];
+            let s = l * nd + dir;
+            let (wx, wh) = (&w[b.wx..b.wx + gh * b.inp], &w[b.wh..b.wh + gh * h]);
+            let (bx, bh) = (&w[b.bx..b.bx + gh], &w[b.bh..b.bh + gh]);
+            // All time steps' input products at once: (T*N, in) . (G*H, in)^T.
+            let mut xw = vec![F::zero(); tn * n * gh];
+            gemm_into(tn * n, b.inp, gh, &cur, false, wx, true, &mut xw, false);
+            for row in xw.chunks_mut(gh) {
+                for (k, v) in row.iter_mut().enumerate() {
+                    *v = *v + bx[k];
+                    if p.mode != Mode::Gru || k < 2 * h {
+                        *v = *v + bh[k];
+                    }
+                }
+            }
+            let mut hs = h0[s * n * h..(s + 1) * n * h].to_vec();
+            let mut cs = if p.lstm() {
+                c0[s * n * h..(s + 1) * n * h].to_vec()
+            } else {
+                vec![]
+            };
+            let mut cache = Cache::default();
+            if keep {
+                cache.gates = vec![F::zero(); tn * n * gh];
+                cache.hprev = vec![F::zero(); tn * n * h];
+                if p.lstm() {
+                    cache.cprev = vec![F::zero(); tn * n * h];
+                }
+                if p.mode != Mode::Relu && p.mode != Mode::Tanh {
+                    cache.aux = vec![F::zero(); tn * n * h];
+                }
+            }
+            let mut hw = vec![F::zero(); n * gh];
+            for t in steps(tn, dir) {
+                gemm_into(n, h, gh, &hs, false, wh, true, &mut hw, false);
+                if keep {
+                    cache.hprev[t * n * h..(t + 1) * n * h].copy_from_slice(&hs);
+                    if p.lstm() {
+                        cache.cprev[t * n * h..(t + 1) * n * h].copy_from_slice(&cs);
+                    }
+                }
+                for bi in 0..n {
+                    if t >= lens[bi] {
+                        continue;
+                    }
+                    let a = &xw[(t * n + bi) * gh..(t * n + bi + 1) * gh];
+                    let r = &hw[bi * gh..(bi + 1) * gh];
+                    let hrow = &mut hs[bi * h..(bi + 1) * h];
+                    let orow = &mut out[(t * n + bi) * nd * h + dir * h..][..h];
+                    let gk = |k: usize| (t * n + bi) * gh + k;
+                    match p.mode {
+                        Mode::Relu | Mode::Tanh => {
+                            for j in 0..h {
+                                let z = a[j] + r[j];
+                                let v = if p.mode == Mode::Tanh {
+                                    z.tanh()
+                                } else {
+                                    z.max(F::zero())
+                                };
+                                hrow[j] = v;
+                                orow[j] = v;
+                                if keep {
+                                    cache.gates[gk(j)] = v;
+                                }
+                            }
+                        }
+                        Mode::Lstm => {
+                            let crow = &mut cs[bi * h..(bi + 1) * h];
+                            for j in 0..h {
+                                let ig = sigmoid(a[j] + r[j]);
+                                let fg = sigmoid(a[h + j] + r[h + j]);
+                                let gg = (a[2 * h + j] + r[2 * h + j]).tanh();
+                                let og = sigmoid(a[3 * h + j] + r[3 * h + j]);
+                                let c = fg * crow[j] + ig * gg;
+                                let v = og * c.tanh();
+                                crow[j] = c;
+                                hrow[j] = v;
+                                orow[j] = v;
+                                if keep {
+                                    for (q, gv) in [ig, fg, gg, og].into_iter().enumerate() {
+                                        cache.gates[gk(q * h + j)] = gv;
+                                    }
+                                    cache.aux[(t * n + bi) * h + j] = c;
+                                }
+                            }
+                        }
+                        Mode::Gru => {
+                            for j in 0..h {
+                                let rg = sigmoid(a[j] + r[j]);
+                                let zg = sigmoid(a[h + j] + r[h + j]);
+                                let hn = r[2 * h + j] + bh[2 * h + j];
+                                let ng = (a[2 * h + j] + rg * hn).tanh();
+                                let v = (F::one() - zg) * ng + zg * hrow[j];
+                                hrow[j] = v;
+                                orow[j] = v;
+                                if keep {
+                                    for (q, gv) in [rg, zg, ng].into_iter().enumerate() {
+                                        cache.gates[gk(q * h + j)] = gv;
+                                    }
+                                    cache.aux[(t * n + bi) * h + j] = hn;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            hy[s * n * h..(s + 1) * n * h].copy_from_slice(&hs);
+            if p.lstm() {
+                cy[s * n * h..(s + 1) * n * h].copy_from_slice(&cs);
+            }
+            caches.push(cache);
+        }
+        if keep {
+            inputs.push(std::mem::take(&mut cur));
+        }
+        cur = out;
+    }
+    Fwd {
+        out: cur,
+        hy,
+        cy,
+        inputs,
+        masks,
+        caches,
+    }
+}
+
+struct Grads<F> {
+    dx: Vec<F>,
+    dw: Vec<F>,
+    dh0: Vec<F>,
+    dc0: Vec<F>,
+}
+
+/// Back-propagation through time given the output gradients.
+#[allow(clippy::too_many_arguments)]
+fn backward<F: Float + Elem>(
+    p: &RnnParam,
+    dm: &Dims,
+    w: &[F],
+    lens: &[usize],
+    f: &Fwd<F>,
+    dout: &[F],
+    dhy: Option<&[F]>,
+    dcy: Option<&[F]>,
+) -> Grads<F> {
+    let (g, h, nd) = (p.mode.gates(), p.h, p.dirs);
+    let (tn, n) = (dm.t, dm.n);
+    let gh = g * h;
+    let bl = blocks(p, dm.i);
+    let mut dw = vec![F::zero(); w.len()];
+    let mut dh0 = vec![F::zero(); p.layers * nd * n * h];
+    let mut dc0 = vec![F::zero(); if p.lstm() { dh0.len() } else { 0 }];
+    // Gradient of the current layer's output (T, N, D*H).
+    let mut dy = dout.to_vec();
+    for l in (0..p.layers).rev() {
+        let xin = &f.inputs[l];
+        let inp = bl[l * nd].inp;
+        let mut dxin = vec![F::zero(); tn * n * inp];
+        for dir in 0..nd {
+            let s = l * nd + dir;
+            let b = bl[s];
+            let c = &f.caches[s];
+            let (wx, wh) = (&w[b.wx..b.wx + gh * inp], &w[b.wh..b.wh + gh * h]);
+            let mut dh = match dhy {
+                Some(v) => v[s * n * h..(s + 1) * n * h].to_vec(),
+                None => vec![F::zero(); n * h],
+            };
+            let mut dc = match dcy {
+                Some(v) if p.lstm() => v[s * n * h..(s + 1) * n * h].to_vec(),
+                _ => vec![F::zero(); if p.lstm() { n * h } else { 0 }],
+            };
+            // Pre-activation gradients: of the input product (all steps)
+            // and of the recurrent product (one step).
+            let mut dxw = vec![F::zero(); tn * n * gh];
+            let mut dhw = vec![F::zero(); n * gh];
+            let order: Vec<usize> = steps(tn, dir).collect();
+            for &t in order.iter().rev() {
+                dhw.fill(F::zero());
+                let mut any = false;
+                for bi in 0..n {
+                    if t >= lens[bi] {
+                        continue;
+                    }
+                    any = true;
+                    let base = (t * n + bi) * gh;
+                    let gv = &c.gates[base..base + gh];
+                    let hp = &c.hprev[(t * n + bi) * h..][..h];
+                    let dyr = &dy[(t * n + bi) * nd * h + dir * h..][..h];
+                    let dhr = &mut dh[bi * h..(bi + 1) * h];
+                    let dxr = &mut dxw[base..base + gh];
+                    let dhwr = &mut dhw[bi * gh..(bi + 1) * gh];
+                    match p.mode {
+                        Mode::Relu | Mode::Tanh => {
+                            for j in 0..h {
+                                let d = dyr[j] + dhr[j];
+                                let v = gv[j];
+                                let da = if p.mode == Mode::Tanh {
+                                    d * (F::one() - v * v)
+                                } else if v > F::zero() {
+                                    d
+                                } else {
+                                    F::zero()
+                                };
+                                dxr[j] = da;
+                                dhwr[j] = da;
+                                dhr[j] = F::zero();
+                            }
+                        }
+                        Mode::Lstm => {
+                            let cp = &c.cprev[(t * n + bi) * h..][..h];
+                            let cc = &c.aux[(t * n + bi) * h..][..h];
+                            let dcr = &mut dc[bi * h..(bi + 1) * h];
+                            for j in 0..h {
+                                let d = dyr[j] + dhr[j];
+                                let (ig, fg, gg, og) =
+                                    (gv[j], gv[h + j], gv[2 * h + j], gv[3 * h + j]);
+                                let tc = cc[j].tanh();
+                                let dct = dcr[j] + d * og * (F::one() - tc * tc);
+                                let di = dct * gg * ig * (F::one() - ig);
+                                let df = dct * cp[j] * fg * (F::one() - fg);
+                                let dg = dct * ig * (F::one() - gg * gg);
+                                let dog = d * tc * og * (F::one() - og);
+                                for (q, v) in [di, df, dg, dog].into_iter().enumerate() {
+                                    dxr[q * h + j] = v;
+                                    dhwr[q * h + j] = v;
+                                }
+                                dcr[j] = dct * fg;
+                                dhr[j] = F::zero();
+                            }
+                        }
+                        Mode::Gru => {
+                            let hn = &c.aux[(t * n + bi) * h..][..h];
+                            for j in 0..h {
+                                let d = dyr[j] + dhr[j];
+                                let (rg, zg, ng) = (gv[j], gv[h + j], gv[2 * h + j]);
+                                let dan = d * (F::one() - zg) * (F::one() - ng * ng);
+                                let daz = d * (hp[j] - ng) * zg * (F::one() - zg);
+                                let dar = dan * hn[j] * rg * (F::one() - rg);
+                                dxr[j] = dar;
+                                dxr[h + j] = daz;
+                                dxr[2 * h + j] = dan;
+                                dhwr[j] = dar;
+                                dhwr[h + j] = daz;
+                                dhwr[2 * h + j] = dan * rg;
+                                // The direct path h_prev -> h through z.
+                                dhr[j] = d * zg;
+                            }
+                        }
+                    }
+                }
+                if !any {
+                    continue;
+                }
+                // dh_prev += dhw . Wh; dWh += dhw^T . h_prev; dbh += sum(dhw).
+                gemm_into(n, gh, h, &dhw, false, wh, false, &mut dh, true);
+                let hp = &c.hprev[t * n * h..(t + 1) * n * h];
+                gemm_into(
+                    gh,
+                    n,
+                    h,
+                    &dhw,
+                    true,
+                    hp,
+                    false,
+                    &mut dw[b.wh..b.wh + gh * h],
+                    true,
+                );
+                for row in dhw.chunks(gh) {
+                    for (k, v) in row.iter().enumerate() {
+                        dw[b.bh + k] = dw[b.bh + k] + *v;
+                    }
+                }
+            }
+            dh0[s * n * h..(s + 1) * n * h].copy_from_slice(&dh);
+            if p.lstm() {
+                dc0[s * n * h..(s + 1) * n * h].copy_from_slice(&dc);
+            }
+            // dX += dxw . Wx; dWx += dxw^T . X; dbx += sum(dxw).
+            gemm_into(tn * n, gh, inp, &dxw, false, wx, false, &mut dxin, true);
+            gemm_into(
+                gh,
+                tn * n,
+                inp,
+                &dxw,
+                true,
+                xin,
+                false,
+                &mut dw[b.wx..b.wx + gh * inp],
+                true,
+            );
+            for row in dxw.chunks(gh) {
+                for (k, v) in row.iter().enumerate() {
+                    dw[b.bx + k] = dw[b.bx + k] + *v;
+                }
+            }
+        }
+        if l > 0 {
+            if let Some(m) = f.masks.get(l - 1) {
+                for (v, &k) in dxin.iter_mut().zip(m) {
+                    *v = *v * k;
+                }
+            }
+        }
+        dy = dxin;
+    }
+    Grads {
+        dx: dy,
+        dw,
+        dh0,
+        dc0,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Kernels: load into F, compute, store.
+// ---------------------------------------------------------------------------
+
+fn load<F: Elem>(b: &Blob) -> Vec<F> {
+    crate::dispatch_float!(b.dtype, T => b.data::<T>().iter().map(|v| F::from_f64(v.to_f64())).collect())
+}
+
+fn store<F: Elem>(b: &Blob, v: &[F]) {
+    crate::dispatch_float!(b.dtype, T => {
+        for (d, s) in b.data_mut::<T>().iter_mut().zip(v) {
+            *d = T::from_f64(s.to_f64());
+        }
+    })
+}
+
+fn lengths(p: &RnnParam, i: &[Blob], t: usize, n: usize) -> Vec<usize> {
+    if !p.use_len {
+        return vec![t; n];
+    }
+    let l = &i[3 + p.lstm() as usize];
+    crate::dispatch_dtype!(l.dtype, L => l.data::<L>().iter().map(|v| {
+        let f = v.to_f64();
+        if f.is_nan() || f <= 0.0 { 0 } else { (f as usize).min(t) }
+    }).collect())
+}
+
+fn dims(x: &Blob) -> Dims {
+    Dims {
+        t: x.shape[0],
+        n: x.shape[1],
+        i: x.shape[2],
+    }
+}
+
+fn run_forward<F: Float + Elem>(c: &OpCall, i: &[Blob], o: &[Blob], k: &KernelCtx) -> Result<()> {
+    let p = c.p::<RnnParam>();
+    let dm = dims(&i[0]);
+    let lens = lengths(p, i, dm.t, dm.n);
+    let masks = if k.is_train && p.p > 0.0 && p.layers > 1 {
+        let keep = 1.0 - p.p;
+        let scale = if keep > 0.0 { 1.0 / keep } else { 0.0 };
+        let len = dm.t * dm.n * p.dirs * p.h;
+        crate::random::with_rng(k.ctx, |r| {
+            (0..p.layers - 1)
+                .map(|_| {
+                    (0..len)
+                        .map(|_| F::from_f64(if r.uniform() < keep { scale } else { 0.0 }))
+                        .collect()
+                })
+                .collect()
+        })
+    } else {
+        vec![]
+    };
+    let c0 = if p.lstm() { load::<F>(&i[3]) } else { vec![] };
+    let f = forward::<F>(
+        p,
+        &dm,
+        &load::<F>(&i[0]),
+        &load::<F>(&i[1]),
+        &load::<F>(&i[2]),
+        &c0,
+        &lens,
+        masks,
+        false,
+    );
+    store(&o[0], &f.out);
+    if p.state_outputs {
+        store(&o[1], &f.hy);
+        if p.lstm() {
+            store(&o[2], &f.cy);
+        }
+    }
+    Ok(())
+}
+
+/// Whether a backward in training mode would need the forward's dropout
+/// masks, which are not kept (the backward reruns the forward).
+fn dropout_in_backward(p: &RnnParam, train: bool) -> bool {
+    train && p.p > 0.0 && p.layers > 1
+}
+
+fn dropout_grad_error() -> Error {
+    Error::Param(
+        "RNN: the gradient through dropout between layers (p > 0 in training) is not supported; \
+         use p=0, or single-layer RNN calls with Dropout between them"
+            .into(),
+    )
+}
+
+fn run_backward<F: Float + Elem>(c: &OpCall, i: &[Blob], o: &[Blob], k: &KernelCtx) -> Result<()> {
+    let p = c.p::<RnnParam>();
+    if dropout_in_backward(p, k.is_train) {
+        return Err(dropout_grad_error());
+    }
+    let dm = dims(&i[0]);
+    let lens = lengths(p, i, dm.t, dm.n);
+    let w = load::<F>(&i[1]);
+    let c0 = if p.lstm() { load::<F>(&i[3]) } else { vec![] };
+    let f = forward::<F>(
+        p,
+        &dm,
+        &load::<F>(&i[0]),
+        &w,
+        &load::<F>(&i[2]),
+        &c0,
+        &lens,
+        vec![],
+        true,
+    );
+    let g0 = p.n_in();
+    let dout = load::<F>(&i[g0]);
+    let dhy = if p.state_outputs {
+        Some(load::<F>(&i[g0 + 1]))
+    } else {
+        None
+    };
+    let dcy = if p.state_outputs && p.lstm() {
+        Some(load::<F>(&i[g0 + 2]))
+    } else {
+        None
+    };
+    let gr = backward::<F>(p, &dm, &w, &lens, &f, &dout, dhy.as_deref(), dcy.as_deref());
+    store(&o[0], &gr.dx);
+    store(&o[1], &gr.dw);
+    store(&o[2], &gr.dh0);
+    if p.lstm() {
+        store(&o[3], &gr.dc0);
+    }
+    Ok(())
+}
+
+pub static RNN: OpDef = OpDef {
+    name: "RNN",
+    doc: "Applies recurrent layers to input data (MXNet 1.9.1's fused RNN): mode 'rnn_relu', \
+          'rnn_tanh', 'lstm' or 'gru' (cuDNN's GRU: the reset gate multiplies the h2h product plus \
+          its bias), num_layers stacked layers of state_size units, bidirectional optional.\n\n\
+          Inputs: data (seq_len, batch, input_size); parameters, all weights then all biases in one \
+          vector: for each layer and direction the i2h (G*state_size, in) and h2h (G*state_size, \
+          state_size) weights, then for each layer and direction the i2h and h2h biases (G gates: 1, \
+          lstm 4 in the order i, f, g, o, gru 3 in the order r, z, n); state (num_layers*D, batch, \
+          state_size); state_cell (lstm only, same shape); sequence_length (batch,) with \
+          use_sequence_length=True (steps past a sequence's length output zeros and keep the state). \
+          Shape inference sizes parameters and states from the data shape.\n\n\
+          p: dropout on the outputs of every layer but the last, in training only. \
+          Returns out (seq_len, batch, D*state_size), and with state_outputs=True also the final \
+          state hy (and cy for lstm). projection_size and lstm_state_clip_* (cuDNN-only in MXNet) \
+          are refused.",
+    inputs: &["data", "parameters", "state", "state_cell", "sequence_length"],
+    num_inputs: Some(|c| c.p::<RnnParam>().n_in()),
+    inputs_of: Some(|c| c.p::<RnnParam>().input_names()),
+    num_outputs: |c| c.p::<RnnParam>().n_out(),
+    parse: |a| parse_rnn(a, "RNN"),
+    infer_shape: |c, ins, outs| {
+        let p = c.p::<RnnParam>();
+        if let Some(d) = infer_inputs("RNN", p, ins)? {
+            for (o, s) in outs.iter_mut().zip(out_shapes(p, d)) {
+                *o = Some(s);
+            }
+        }
+        Ok(())
+    },
+    infer_type: |c, ins, outs| {
+        let p = c.p::<RnnParam>();
+        let skip = p.use_len.then_some(3 + p.lstm() as usize);
+        infer_types("RNN", p, ins, outs, skip)
+    },
+    cpu: Some(|c, i, o, k| {
+        if i[0].dtype == DType::F64 {
+            run_forward::<f64>(c, i, o, k)
+        } else {
+            run_forward::<f32>(c, i, o, k)
+        }
+    }),
+    grad: Some(|c, b, x, _, g| {
+        let p = c.p::<RnnParam>();
+        if dropout_in_backward(p, crate::autograd::is_training()) {
+            return Err(dropout_grad_error());
+        }
+        let mut ins: Vec<Entry> = x.to_vec();
+        ins.extend_from_slice(g);
+        let r = b.op("_backward_RNN", &attr_pairs(c), &ins)?;
+        let mut out: Vec<Option<Entry>> = r.into_iter().map(Some).collect();
+        if p.use_len {
+            out.push(None);
+        }
+        Ok(out)
+    }),
+    resources: &[Resource::Rng],
+    ..OpDef::BASE
+};
+
+pub static BACKWARD_RNN: OpDef = OpDef {
+    name: "_backward_RNN",
+    doc: "Internal: gradient of RNN by back-propagation through time. Inputs: RNN's inputs, then \
+          the gradients of its outputs (out, and hy, cy with state_outputs). Returns the gradients \
+          of data, parameters, state (and state_cell for lstm).",
+    inputs: &[
+        "data",
+        "parameters",
+        "state",
+        "state_cell",
+        "sequence_length",
+        "dout",
+        "dhy",
+        "dcy",
+    ],
+    num_inputs: Some(|c| {
+        let p = c.p::<RnnParam>();
+        p.n_in() + p.n_out()
+    }),
+    inputs_of: Some(|c| {
+        let p = c.p::<RnnParam>();
+        let mut v = p.input_names();
+        v.extend(["dout", "dhy", "dcy"].iter().take(p.n_out()));
+        v
+    }),
+    num_outputs: |c| 3 + c.p::<RnnParam>().lstm() as usize,
+    parse: |a| parse_rnn(a, "RNN"),
+    infer_shape: |c, ins, outs| {
+        let p = c.p::<RnnParam>();
+        let n_in = p.n_in();
+        let Some(d) = infer_inputs("RNN", p, &mut ins[..n_in])? else {
+            return Ok(());
+        };
+        let names = ["out", "hy", "cy"];
+        for (k, s) in out_shapes(p, d).into_iter().enumerate() {
+            let what = format!("the gradient of {}", names[k]);
+            want("RNN", &what, &mut ins[n_in + k], s, "(the output's shape)")?;
+        }
+        let k = outs.len();
+        outs.clone_from_slice(&ins[..k]);
+        Ok(())
+    },
+    infer_type: |c, ins, outs| {
+        let p = c.p::<RnnParam>();
+        let skip = p.use_len.then_some(3 + p.lstm() as usize);
+        infer_types("RNN", p, ins, outs, skip)
+    },
+    cpu: Some(|c, i, o, k| {
+        if i[0].dtype == DType::F64 {
+            run_backward::<f64>(c, i, o, k)
+        } else {
+            run_backward::<f32>(c, i, o, k)
+        }
+    }),
+    ..OpDef::BASE
+};
+
+pub static OPS: &[&OpDef] = &[&RNN, &BACKWARD_RNN];
+
+#[cfg(test)]
+mod tests {
+    use super::RNN;
+    use crate::ops::matrix::testutil::{check_grad, vals};
+    use crate::ops::registry::{parse_call, OpCall};
+    use crate::ops::Attrs;
+
+    fn parsed(attrs: &[(&str, &str)]) -> OpCall {
+        parse_call(&RNN, Attrs::from_pairs(attrs)).unwrap()
+    }
+
+    #[test]
+    fn shape_inference_sizes_parameters_and_states() {
+        let c = parsed(&[
+            ("state_size", "5"),
+            ("num_layers", "2"),
+            ("bidirectional", "True"),
+            ("mode", "lstm"),
+            ("state_outputs", "True"),
+        ]);
+        let mut ins = vec![Some(vec![3, 2, 4]), None, None, None];
+        let mut outs = vec![None, None, None];
+        (RNN.infer_shape)(&c, &mut ins, &mut outs).unwrap();
+        // MXNet 1.9.1: (1120,) for lstm, 2 layers, bidirectional, 4 -> 5.
+        assert_eq!(ins[1], Some(vec![1120]));
+        assert_eq!(ins[2], Some(vec![4, 2, 5]));
+        assert_eq!(ins[3], Some(vec![4, 2, 5]));
+        assert_eq!(outs[0], Some(vec![3, 2, 10]));
+        assert_eq!(outs[2], Some(vec![4, 2, 5]));
+        for (mode, want) in [("rnn_tanh", 280), ("gru", 840)] {
+            let c = parsed(&[
+                ("state_size", "5"),
+                ("num_layers", "2"),
+                ("bidirectional", "True"),
+                ("mode", mode),
+            ]);
+            let mut ins = vec![Some(vec![3, 2, 4]), None, None];
+            let mut outs = vec![None];
+            (RNN.infer_shape)(&c, &mut ins, &mut outs).unwrap();
+            assert_eq!(ins[1], Some(vec![want]), "{mode}");
+        }
+        let mut ins = vec![Some(vec![3, 2, 4]), Some(vec![7]), None, None];
+        let e = (RNN.infer_shape)(&c, &mut ins, &mut outs).unwrap_err();
+        assert!(
+            e.message().contains("parameters has shape (7,)"),
+            "{}",
+            e.message()
+        );
+    }
+
+    #[test]
+    fn gradients_all_modes() {
+        let (t, n, i, h) = (3, 2, 2, 2);
+        for (mode, g) in [("rnn_tanh", 1), ("lstm", 4), ("gru", 3)] {
+            let d = 2;
+            let np = d * (g * h * i + g * h * h + 2 * g * h);
+            let mut ins = vec![
+                (vals(t * n * i, 1), vec![t, n, i]),
+                (vals(np, 2), vec![np]),
+                (vals(d * n * h, 3), vec![d, n, h]),
+            ];
+            if mode == "lstm" {
+                ins.push((vals(d * n * h, 4), vec![d, n, h]));
+            }
+            let k = ins.len();
+            ins.push((vec![3.0, 2.0], vec![n]));
+            let diff: Vec<usize> = (0..k).collect();
+            check_grad(
+                "RNN",
+                &[
+                    ("state_size", "2"),
+                    ("num_layers", "1"),
+                    ("bidirectional", "True"),
+                    ("mode", mode),
+                    ("state_outputs", "True"),
+                    ("use_sequence_length", "True"),
+                ],
+                &ins,
+                &diff,
+            );
+        }
+    }
+}
