@@ -9,6 +9,7 @@ pub mod matrix;
 pub mod nn;
 pub mod norm;
 pub mod optim;
+pub mod optim_contrib;
 pub mod optim_multi;
 pub mod random;
 pub mod reduce;

@@ -250,6 +250,7 @@ const FAMILIES: &[&[&OpDef]] = &[
     super::sequence::OPS,
     super::optim::OPS,
     super::optim_multi::OPS,
+    super::optim_contrib::OPS,
 ];
 
 struct Registry {
