@@ -234,3 +234,12 @@ def test_updates_have_no_gradient_effect():
         out = mx.nd.contrib.adamw_update(w, g, a(M), a(V), 1.0, 0.1, 1.0)
     out.backward()
     np.testing.assert_array_equal(g.grad.asnumpy(), np.zeros((2, 3), np.float32))
+
+
+def test_sparse_aliases_are_the_dense_updates():
+    """MXNet's _sparse_<name> aliases (mx.nd.sparse.<name>) of the dense updates."""
+    for n in ("sgd_update", "sgd_mom_update", "adam_update", "ftrl_update", "adagrad_update"):
+        assert mx._native.get_op("_sparse_" + n).name == n
+    w, m = a([1.0, 2.0]), a([0.1, 0.2])
+    # MXNet 1.9.1: mx.nd.sparse.sgd_mom_update on these dense arrays
+    close(mx.nd._internal._sparse_sgd_mom_update(w, a([0.5, -1.0]), m, lr=0.1, momentum=0.9, wd=0.1), [1.03, 2.26])

@@ -697,7 +697,7 @@ fn group_adagrad_kernel(call: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) ->
     );
     let out = Raw(o[0].raw_ptr(), o[0].dtype);
     let rows = i[2].size();
-    let len = if rows == 0 { 0 } else { i[0].size() / rows };
+    let len = i[0].size().checked_div(rows).unwrap_or(0);
     let row = |r: usize| {
         // SAFETY: weight, grad and the output hold rows * len elements and
         // history rows (infer_shape); the engine gives this kernel exclusive
@@ -748,3 +748,74 @@ pub static OPS: &[&OpDef] = &[
     &MULTI_MP_LAMB,
     &GROUP_ADAGRAD,
 ];
+
+#[cfg(test)]
+mod tests {
+    use crate::ops::matrix::testutil::arr;
+    use crate::ops::registry::call_into;
+
+    fn f32_arr(v: f32) -> crate::ndarray::NDArray {
+        crate::ndarray::NDArray::from_vec(vec![v], &[1], crate::base::Context::cpu(0)).unwrap()
+    }
+
+    #[test]
+    fn adamw_one_step_and_skip() {
+        let attrs = [("lr", "0.5"), ("eta", "0.5"), ("wd", "0.25")];
+        let (w, m, v) = (arr(&[1.0], &[1]), arr(&[0.0], &[1]), arr(&[0.0], &[1]));
+        for scale in [0.0f32, f32::NAN] {
+            let ins = [
+                w.clone(),
+                arr(&[2.0], &[1]),
+                m.clone(),
+                v.clone(),
+                f32_arr(scale),
+            ];
+            call_into("_adamw_update", &attrs, &ins, &[w.clone()]).unwrap();
+            assert_eq!(w.to_vec::<f64>().unwrap(), [1.0]);
+            assert_eq!(m.to_vec::<f64>().unwrap(), [0.0]);
+        }
+        let ins = [
+            w.clone(),
+            arr(&[2.0], &[1]),
+            m.clone(),
+            v.clone(),
+            f32_arr(0.5),
+        ];
+        call_into("_adamw_update", &attrs, &ins, &[w.clone()]).unwrap();
+        // g = 1; mean = 0.1; var = 0.001; w -= 0.5 (0.5 * 0.1 / (sqrt(0.001) + 1e-8) + 0.25)
+        let f = |x: f32| x as f64;
+        let (mm, vv) = (1.0 - f(0.9), 1.0 - f(0.999));
+        let want = 1.0 - 0.5 * (0.5 * mm / (vv.sqrt() + f(1e-8)) + 0.25);
+        assert!((w.to_vec::<f64>().unwrap()[0] - want).abs() < 1e-12);
+        assert!((m.to_vec::<f64>().unwrap()[0] - mm).abs() < 1e-12);
+    }
+
+    #[test]
+    fn multi_lamb_trust_ratio() {
+        // one tensor, no bias correction, beta1 = beta2 = 0: d = g / (|g| + eps) + wd w
+        let (w, g) = (arr(&[3.0, 4.0], &[2]), arr(&[2.0, -2.0], &[2]));
+        let (m, v) = (arr(&[0.0, 0.0], &[2]), arr(&[0.0, 0.0], &[2]));
+        let attrs = [
+            ("num_tensors", "1"),
+            ("learning_rates", "(0.5,)"),
+            ("wds", "(0.0,)"),
+            ("step_count", "(1,)"),
+            ("beta1", "0"),
+            ("beta2", "0"),
+            ("epsilon", "0"),
+            ("bias_correction", "False"),
+        ];
+        call_into(
+            "_multi_lamb_update",
+            &attrs,
+            &[w.clone(), g, m.clone(), v],
+            &[w.clone()],
+        )
+        .unwrap();
+        // d = (1, -1); r1 = 5, r2 = sqrt(2); w -= 0.5 * 5 / sqrt(2) * d
+        let s = 2.5 / 2f64.sqrt();
+        let got = w.to_vec::<f64>().unwrap();
+        assert!((got[0] - (3.0 - s)).abs() < 1e-6 && (got[1] - (4.0 + s)).abs() < 1e-6);
+        assert_eq!(m.to_vec::<f64>().unwrap(), [2.0, -2.0]);
+    }
+}
