@@ -243,3 +243,38 @@ def test_sparse_aliases_are_the_dense_updates():
     w, m = a([1.0, 2.0]), a([0.1, 0.2])
     # MXNet 1.9.1: mx.nd.sparse.sgd_mom_update on these dense arrays
     close(mx.nd._internal._sparse_sgd_mom_update(w, a([0.5, -1.0]), m, lr=0.1, momentum=0.9, wd=0.1), [1.03, 2.26])
+
+
+def test_adamw_update_float16_computes_in_float16_like_mxnet():
+    """Without master weights MXNet 1.9.1 rounds every parameter and
+    intermediate to float16 (epsilon=1e-8 becomes 0): the results are equal."""
+    w, m, v = a(W, "float16"), a(M, "float16"), a(V, "float16")
+    mx.nd.contrib.adamw_update(w, a(G, "float16"), m, v, 1.5, 0.1, 0.7, beta1=0.85, beta2=0.99, wd=0.05,
+                               clip_gradient=1.2, out=w)
+    # MXNet 1.9.1's results
+    h_w = [[0.46728515625, -1.20703125, 1.9267578125], [0.67822265625, -0.51171875, 1.4736328125]]
+    h_m = [[0.109375, 0.00628662109375, 0.032470703125], [0.1800537109375, 0.25634765625, -0.184326171875]]
+    h_v = [[0.2490234375, 0.12939453125, 0.509765625], [0.0762939453125, 0.384033203125, 0.2479248046875]]
+    for x, want in ((w, h_w), (m, h_m), (v, h_v)):
+        assert x.dtype == np.float16
+        np.testing.assert_array_equal(x.asnumpy().astype(np.float64), np.array(want))
+
+
+def test_multi_adamw_update_takes_rescale_grad_in_weight_dtype_or_float32():
+    """MXNet's _multi_adamw_update wants rescale_grad in the weights' dtype,
+    its Python wrapper passes float32: both work (for float64 weights
+    MXNet 1.9.1 leaves the weights unchanged; oxnet updates them)."""
+    outs = []
+    for dt in ("float64", "float32"):
+        w, m, v = a(W, "float64"), a(M, "float64"), a(V, "float64")
+        mx.nd._internal._multi_adamw_update(w, a(G, "float64"), m, v, a([2.0], dt), num_weights=1, lrs=(0.1,),
+                                            wds=(0.01,), etas=(0.5,), beta1=0.8, beta2=0.95, epsilon=1e-6,
+                                            clip_gradient=1.5, out=[w])
+        assert w.dtype == np.float64
+        outs.append(w.asnumpy())
+    np.testing.assert_array_equal(outs[0], outs[1])
+    close(a(outs[0]), ADAMW_W, rtol=1e-6)
+    _err(TypeError, "_multi_adamw_update: rescale_grad (input 4) has dtype float16, expected float64 (or float32)",
+         lambda: mx.nd._internal._multi_adamw_update(a(W, "float64"), a(G, "float64"), a(M, "float64"),
+                                                     a(V, "float64"), a([2.0], "float16"), num_weights=1, lrs=(0.1,),
+                                                     wds=(0.01,), etas=(0.5,)))

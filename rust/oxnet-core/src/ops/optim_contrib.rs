@@ -244,7 +244,7 @@ fn infer_shape_contrib(
 
 /// Weights and grads share a float dtype; mean and var have it too, except
 /// in the mixed-precision forms where they and weight32 are float32;
-/// rescale_grad is float32.
+/// rescale_grad is float32 (_multi_adamw_update: float32 or weight's dtype).
 fn infer_type_contrib(
     call: &OpCall,
     ins: &mut [Option<DType>],
@@ -261,8 +261,16 @@ fn infer_type_contrib(
             w.name()
         )));
     }
+    // MXNet's _multi_adamw_update takes rescale_grad in weight's dtype; its
+    // Python wrapper (and every other form) passes float32: take both.
+    let scale_like_weight = p.multi && !p.mp && p.rule == Rule::AdamW;
     for (i, t) in ins.iter_mut().enumerate() {
-        let (want, why) = if i >= p.n * s {
+        let (want, why) = if i >= p.n * s && scale_like_weight {
+            match *t {
+                Some(DType::F32) => (DType::F32, ""),
+                _ => (w, "(or float32)"),
+            }
+        } else if i >= p.n * s {
             (DType::F32, "(rescale_grad is float32)")
         } else if p.mp && i % s >= 2 {
             (DType::F32, "(mixed-precision states are float32)")
@@ -374,6 +382,8 @@ fn adamw_kernel(call: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<
     let r = unsafe { Raw(scale.raw_ptr(), scale.dtype).get(0) };
     let skip = !r.is_finite() || r == 0.0;
     let sizes: Vec<usize> = ts.iter().map(|t| t.1).collect();
+    // float16 without master weights: MXNet computes in float16
+    let half_ops = !p.mp && i[0].dtype == DType::F16;
     for_chunks(&sizes, &|k, lo, hi| {
         let t = ts[k].0;
         let (lr, wd, eta) = (p.lrs[k], p.wds[k], p.etas[k]);
@@ -385,6 +395,13 @@ fn adamw_kernel(call: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<
             unsafe {
                 if skip {
                     t.out.set(e, t.w.get(e));
+                    continue;
+                }
+                if half_ops {
+                    let (m, v, nw) = adamw_half(p, r, lr, wd, eta, t, e);
+                    t.mean.set(e, m);
+                    t.var.set(e, v);
+                    t.out.set(e, nw);
                     continue;
                 }
                 let w = match t.w32 {
@@ -405,6 +422,36 @@ fn adamw_kernel(call: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<
         }
     });
     Ok(())
+}
+
+/// AdamW on float16 arrays as MXNet 1.9.1's kernel computes it: every
+/// parameter and every intermediate result rounded to float16 (epsilon =
+/// 1e-8 rounds to 0). Returns the new mean, var and weight.
+///
+/// # Safety
+/// Element e of the tensor's weight, grad, mean and var must be readable.
+#[inline]
+unsafe fn adamw_half(
+    p: &ContribParam,
+    r: f64,
+    lr: f64,
+    wd: f64,
+    eta: f64,
+    t: Tensor,
+    e: usize,
+) -> (f64, f64, f64) {
+    let h = |x: f64| half::f16::from_f64(x).to_f64();
+    let w = t.w.get(e);
+    let mut g = h(h(r) * t.g.get(e));
+    if p.clip >= 0.0 {
+        let c = h(p.clip);
+        g = g.max(-c).min(c);
+    }
+    let m = h(h(h(p.beta1) * t.mean.get(e)) + h(h(1.0 - p.beta1) * g));
+    let v = h(h(h(p.beta2) * t.var.get(e)) + h(h(1.0 - p.beta2) * h(g * g)));
+    let step = h(h(h(lr) * m) / h(h(v.sqrt()) + h(p.epsilon)));
+    let nw = h(w - h(h(eta) * h(step + h(h(wd) * w))));
+    (m, v, nw)
 }
 
 /// The sum of squares of n values, each square rounded to `dt` as MXNet's
@@ -546,7 +593,8 @@ mutates: &[2, 3], multi: false, parse: |a| parse_adamw(a, "_adamw_update", false
  clip_gradient); mean = beta1 * mean + (1 - beta1) * g; var = beta2 * var + (1 - beta2) * g^2 (mean and var \
  in place); weight -= eta * (lr * mean / (sqrt(var) + epsilon) + wd * weight). rescale_grad is a float32 array \
  (its first value); NaN, Inf or 0 skips the update (the result is weight). Takes lr and eta (required), beta1=0.9, \
- beta2=0.999, epsilon=1e-8, wd=0, clip_gradient=-1 (< 0: off). Returns the new weight.");
+ beta2=0.999, epsilon=1e-8, wd=0, clip_gradient=-1 (< 0: off). float16 arrays are updated in float16 \
+ arithmetic, as MXNet does (epsilon rounds to float16 too). Returns the new weight.");
 
 contrib_op!(MP_ADAMW, "_mp_adamw_update", &["weight", "grad", "mean", "var", "weight32", "rescale_grad"],
 mutates: &[2, 3, 4], multi: false, parse: |a| parse_adamw(a, "_mp_adamw_update", true, false), cpu: adamw_kernel,
