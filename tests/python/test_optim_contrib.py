@@ -5,9 +5,10 @@ _adamw_update, ..., _contrib_group_adagrad_update).
 
 The constants are what MXNet 1.9.1 returned for the calls in the tests (run
 with ``import mxnet as mx`` and ``out=`` the weights, as MXNet's optimizers
-call them). MXNet computes in float32 and oxnet in float64 per element, so
-float32 values agree to a few units in the last place; float16 results to one
-unit. The NumPy-reference checks are in test_registry_table.py.
+call them). oxnet follows MXNet's arithmetic type where it shows (float16
+without master weights, LAMB's float32 direction); float32 results agree to a
+few units in the last place, float16 ones to one unit at most. The
+NumPy-reference checks are in test_registry_table.py.
 """
 import numpy as np
 import pytest
@@ -278,3 +279,29 @@ def test_multi_adamw_update_takes_rescale_grad_in_weight_dtype_or_float32():
          lambda: mx.nd._internal._multi_adamw_update(a(W, "float64"), a(G, "float64"), a(M, "float64"),
                                                      a(V, "float64"), a([2.0], "float16"), num_weights=1, lrs=(0.1,),
                                                      wds=(0.01,), etas=(0.5,)))
+
+
+@pytest.mark.parametrize("dt", ["float16", "float64"])
+def test_multi_lamb_update_in_the_weights_dtype_like_mxnet(dt):
+    """Without master weights MXNet 1.9.1's LAMB computes in the weights'
+    dtype (float16: every operation rounded; the direction d in float32)."""
+    want = {
+        "float16": [[[0.413330078125, -1.2158203125, 1.9208984375], [0.515625, -0.6171875, 1.5712890625]],
+                    [[0.109375, 0.00616455078125, 0.0325927734375], [0.179931640625, 0.25634765625, -0.1844482421875]],
+                    [[0.2489013671875, 0.1292724609375, 0.50927734375], [0.075927734375, 0.3837890625, 0.2479248046875]]],
+        "float64": [[[0.41329181760049893, -1.215885873072985, 1.9217269357142142],
+                     [0.5156780391158722, -0.6177123943382965, 1.5719600722789893]],
+                    [[0.1093749925494194, 0.006249979138374329, 0.032500027418137734],
+                     [0.17999997854232674, 0.2562500387430191, -0.18437501043081284]],
+                    [[0.24890625104308128, 0.12937499582767487, 0.5093999921798695],
+                     [0.0762749880075444, 0.3839062415063381, 0.24785156454890966]]],
+    }[dt]
+    w, m, v = [a(W, dt)], [a(M, dt)], [a(V, dt)]
+    mx.nd.contrib.multi_lamb_update(w, [a(G, dt)], m, v, step_count=(2,), lrs=(0.1,), wds=(0.05,), beta1=0.85,
+                                    beta2=0.99, epsilon=1e-3, rescale_grad=1.5, clip_gradient=1.2, out=w)
+    for x, y in zip((w[0], m[0], v[0]), want):
+        assert x.dtype == np.dtype(dt)
+        if dt == "float16":
+            half(x, y)
+        else:
+            close(x, y, rtol=1e-12, atol=0)

@@ -307,17 +307,6 @@ fn clip(v: f64, c: f64) -> f64 {
     }
 }
 
-/// A value as an array of `dt` holds it (float32 for float16 temporaries,
-/// which MXNet keeps in float32).
-#[inline]
-fn round_to(v: f64, dt: DType) -> f64 {
-    if dt == DType::F64 {
-        v
-    } else {
-        f32v(v)
-    }
-}
-
 /// One tensor's arrays: weight, grad, mean, var, (weight32), output.
 #[derive(Clone, Copy)]
 struct Tensor {
@@ -469,33 +458,68 @@ fn sum_sq(n: usize, dt: DType, get: impl Fn(usize) -> f64) -> f64 {
     acc
 }
 
+/// The arithmetic type of MXNet's LAMB kernel: float32 for the
+/// mixed-precision form, the weight's dtype otherwise. Every operation is
+/// computed in float32 (float64 for float64) and its result rounded to the
+/// type, as MXNet's float16 type does.
+#[derive(Clone, Copy)]
+struct Arith(DType);
+
+impl Arith {
+    /// A value held in the type.
+    #[inline]
+    fn rd(self, x: f64) -> f64 {
+        match self.0 {
+            DType::F16 => half::f16::from_f64(x).to_f64(),
+            DType::F64 => x,
+            _ => f32v(x),
+        }
+    }
+    /// A value as float arithmetic gives it (float64 for float64).
+    #[inline]
+    fn fl(self, x: f64) -> f64 {
+        if self.0 == DType::F64 {
+            x
+        } else {
+            f32v(x)
+        }
+    }
+    /// The result of one operation.
+    #[inline]
+    fn op(self, x: f64) -> f64 {
+        self.rd(self.fl(x))
+    }
+}
+
 /// Multi-tensor LAMB (MXNet's MultiLAMB): per tensor k, with t = step_count[k]:
 /// g = clip(rescale_grad * grad); mean, var as Adam; d = mean_hat /
 /// (sqrt(var_hat) + epsilon) + wds[k] w (mean_hat = mean / (1 - beta1^t),
-/// var_hat = var / (1 - beta2^t) with bias_correction, else mean and var);
-/// r1 = ||weight|| bounded to [lower_bound, upper_bound] where >= 0,
-/// r2 = ||d||; w -= lr' d with lr' = lr (r1 or r2 zero) or lr r1 / r2.
-/// w is the float32 master weight in the mixed-precision form (updated in
-/// place); r1 is the norm of the weight array itself, as in MXNet.
+/// var_hat = var / (1 - beta2^t) with bias_correction, else mean and var),
+/// held in float32; r1 = ||weight|| bounded to [lower_bound, upper_bound]
+/// where >= 0, r2 = ||d||; w -= lr' d with lr' = lr (r1 or r2 zero) or
+/// lr r1 / r2. w is the float32 master weight in the mixed-precision form
+/// (updated in place); r1 is the norm of the weight array itself, as in
+/// MXNet. Computed in MXNet's arithmetic type (see `Arith`).
 fn lamb_kernel(call: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> {
     let p = call.p::<ContribParam>();
     let ts = tensors(p, i, o);
     let one = |k: usize| {
         let (t, n) = ts[k];
-        let wdt = t.w.1;
+        let a = Arith(if p.mp { DType::F32 } else { t.w.1 });
         // SAFETY (all blocks below): every array of tensor k holds n
         // elements of its dtype (infer_shape/type); the engine gives this
         // kernel exclusive access to the outputs and states; the weight is
         // read (phase 1 and 2) before the output, which may be the weight,
         // is written element by element.
-        let r1sq = sum_sq(n, wdt, |e| unsafe { t.w.get(e) });
+        let r1sq = sum_sq(n, t.w.1, |e| unsafe { t.w.get(e) });
         let step = p.steps[k];
-        // beta^t in the arithmetic type (float32 below float64 weights)
+        let (b1, b2) = (a.rd(p.beta1), a.rd(p.beta2));
         let (c1, c2) = (
-            1.0 - round_to(p.beta1.powf(step), wdt),
-            1.0 - round_to(p.beta2.powf(step), wdt),
+            a.op(1.0 - a.op(b1.powf(step))),
+            a.op(1.0 - a.op(b2.powf(step))),
         );
-        let wd = p.wds[k];
+        let (d1, d2) = (a.op(1.0 - b1), a.op(1.0 - b2));
+        let (clip_t, wd) = (a.rd(p.clip), p.wds[k]);
         let master = |e: usize| unsafe {
             match t.w32 {
                 Some(m) => m.get(e),
@@ -505,37 +529,41 @@ fn lamb_kernel(call: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<(
         let d: Vec<f64> = (0..n)
             .map(|e| unsafe {
                 let w = master(e);
-                let g = clip(p.rescale * t.g.get(e), p.clip);
-                let m = p.beta1 * t.mean.get(e) + (1.0 - p.beta1) * g;
-                let v = p.beta2 * t.var.get(e) + (1.0 - p.beta2) * g * g;
+                let mut g = a.op(t.g.get(e) * p.rescale);
+                if p.clip >= 0.0 {
+                    g = g.max(-clip_t).min(clip_t);
+                }
+                let m = a.op(a.op(b1 * t.mean.get(e)) + a.op(d1 * g));
+                let v = a.op(a.op(b2 * t.var.get(e)) + a.op(a.op(d2 * g) * g));
                 t.mean.set(e, m);
                 t.var.set(e, v);
                 let (m, v) = if p.bias_correction {
-                    (m / c1, v / c2)
+                    (a.op(m / c1), a.op(v / c2))
                 } else {
                     (m, v)
                 };
-                round_to(m / (v.sqrt() + p.epsilon) + wd * w, wdt)
+                let den = a.fl(a.fl(v.sqrt()) + p.epsilon);
+                // MXNet keeps d in float32
+                f32v(a.op(a.op(m / den) + a.op(wd * w)))
             })
             .collect();
-        let r2sq = sum_sq(n, if wdt == DType::F64 { wdt } else { DType::F32 }, |e| {
-            d[e]
-        });
-        let mut r1 = f32v(r1sq).sqrt();
-        let r2 = f32v(r2sq).sqrt();
+        let r2sq = sum_sq(n, DType::F32, |e| d[e]);
+        let mut r1 = f32v(f32v(r1sq).sqrt());
+        let r2 = f32v(f32v(r2sq).sqrt());
         if p.lower_bound >= 0.0 {
             r1 = r1.max(p.lower_bound);
         }
         if p.upper_bound >= 0.0 {
             r1 = r1.min(p.upper_bound);
         }
-        let lr = if r1 == 0.0 || r2 == 0.0 {
-            p.lrs[k]
+        let ratio = a.rd(if r1 == 0.0 || r2 == 0.0 {
+            1.0
         } else {
-            p.lrs[k] * r1 / r2
-        };
+            f32v(r1 / r2)
+        });
+        let lr = a.op(p.lrs[k] * ratio);
         for (e, de) in d.iter().enumerate() {
-            let nw = master(e) - lr * de;
+            let nw = a.op(master(e) - a.op(lr * de));
             unsafe {
                 if let Some(m) = t.w32 {
                     m.set(e, nw);
