@@ -362,7 +362,9 @@ fn for_chunks(sizes: &[usize], f: &(dyn Fn(usize, usize, usize) + Sync)) {
 /// AdamW (MXNet's AdamW kernels): g = clip(rescale_grad * grad);
 /// mean = beta1 mean + (1 - beta1) g; var = beta2 var + (1 - beta2) g^2;
 /// w -= eta (lr mean / (sqrt(var) + epsilon) + wd w), w the float32 master
-/// weight in the mixed-precision forms.
+/// weight in the mixed-precision forms. Computed as MXNet's kernels do (see
+/// `adamw_step`), so the results equal MXNet 1.9.1's bit for bit in the
+/// cases tests/python/test_optim_contrib.py checks.
 fn adamw_kernel(call: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> {
     let p = call.p::<ContribParam>();
     let ts = tensors(p, i, o);
@@ -371,8 +373,9 @@ fn adamw_kernel(call: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<
     let r = unsafe { Raw(scale.raw_ptr(), scale.dtype).get(0) };
     let skip = !r.is_finite() || r == 0.0;
     let sizes: Vec<usize> = ts.iter().map(|t| t.1).collect();
-    // float16 without master weights: MXNet computes in float16
-    let half_ops = !p.mp && i[0].dtype == DType::F16;
+    // MXNet's arithmetic type: float32 with master weights, else the
+    // weights' dtype
+    let a = Arith(if p.mp { DType::F32 } else { i[0].dtype });
     for_chunks(&sizes, &|k, lo, hi| {
         let t = ts[k].0;
         let (lr, wd, eta) = (p.lrs[k], p.wds[k], p.etas[k]);
@@ -386,23 +389,18 @@ fn adamw_kernel(call: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<
                     t.out.set(e, t.w.get(e));
                     continue;
                 }
-                if half_ops {
-                    let (m, v, nw) = adamw_half(p, r, lr, wd, eta, t, e);
-                    t.mean.set(e, m);
-                    t.var.set(e, v);
-                    t.out.set(e, nw);
-                    continue;
-                }
                 let w = match t.w32 {
                     Some(m) => m.get(e),
                     None => t.w.get(e),
                 };
-                let g = clip(r * t.g.get(e), p.clip);
-                let m = p.beta1 * t.mean.get(e) + (1.0 - p.beta1) * g;
-                let v = p.beta2 * t.var.get(e) + (1.0 - p.beta2) * g * g;
+                let (m, v, nw) = adamw_step(
+                    p,
+                    a,
+                    [r, lr, wd, eta],
+                    [w, t.g.get(e), t.mean.get(e), t.var.get(e)],
+                );
                 t.mean.set(e, m);
                 t.var.set(e, v);
-                let nw = w - eta * (lr * m / (v.sqrt() + p.epsilon) + wd * w);
                 if let Some(m32) = t.w32 {
                     m32.set(e, nw);
                 }
@@ -413,33 +411,35 @@ fn adamw_kernel(call: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<
     Ok(())
 }
 
-/// AdamW on float16 arrays as MXNet 1.9.1's kernel computes it: every
-/// parameter and every intermediate result rounded to float16 (epsilon =
-/// 1e-8 rounds to 0). Returns the new mean, var and weight.
-///
-/// # Safety
-/// Element e of the tensor's weight, grad, mean and var must be readable.
+/// One element of AdamW in MXNet's arithmetic type `a` (every parameter
+/// held in it and every operation rounded to it: float16 arrays without
+/// master weights compute in float16, where epsilon = 1e-8 becomes 0).
+/// `s`: rescale_grad, lr, wd, eta; `x`: weight (or weight32), grad, mean,
+/// var. Returns the new mean, var and weight.
 #[inline]
-unsafe fn adamw_half(
-    p: &ContribParam,
-    r: f64,
-    lr: f64,
-    wd: f64,
-    eta: f64,
-    t: Tensor,
-    e: usize,
-) -> (f64, f64, f64) {
-    let h = |x: f64| half::f16::from_f64(x).to_f64();
-    let w = t.w.get(e);
-    let mut g = h(h(r) * t.g.get(e));
+fn adamw_step(p: &ContribParam, a: Arith, s: [f64; 4], x: [f64; 4]) -> (f64, f64, f64) {
+    let [r, lr, wd, eta] = s;
+    let [w, grad, mean, var] = x;
+    let mut g = a.op(a.rd(r) * grad);
     if p.clip >= 0.0 {
-        let c = h(p.clip);
+        let c = a.rd(p.clip);
         g = g.max(-c).min(c);
     }
-    let m = h(h(h(p.beta1) * t.mean.get(e)) + h(h(1.0 - p.beta1) * g));
-    let v = h(h(h(p.beta2) * t.var.get(e)) + h(h(1.0 - p.beta2) * h(g * g)));
-    let step = h(h(h(lr) * m) / h(h(v.sqrt()) + h(p.epsilon)));
-    let nw = h(w - h(h(eta) * h(step + h(h(wd) * w))));
+    let g2 = a.op(g * g);
+    let (m, v) = if p.multi {
+        // MXNet's multi-tensor kernel: beta (state - x) + x
+        (
+            a.op(a.op(a.rd(p.beta1) * a.op(mean - g)) + g),
+            a.op(a.op(a.rd(p.beta2) * a.op(var - g2)) + g2),
+        )
+    } else {
+        (
+            a.op(a.op(a.rd(p.beta1) * mean) + a.op(a.rd(1.0 - p.beta1) * g)),
+            a.op(a.op(a.rd(p.beta2) * var) + a.op(a.rd(1.0 - p.beta2) * g2)),
+        )
+    };
+    let step = a.op(a.op(a.rd(lr) * m) / a.op(a.op(v.sqrt()) + a.rd(p.epsilon)));
+    let nw = a.op(w - a.op(a.rd(eta) * a.op(step + a.op(a.rd(wd) * w))));
     (m, v, nw)
 }
 
