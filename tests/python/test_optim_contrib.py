@@ -307,3 +307,23 @@ def test_multi_lamb_update_in_the_weights_dtype_like_mxnet(dt):
             half(x, y)
         else:
             close(x, y, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("dt", ["float16", "float32"])
+def test_group_adagrad_update_3d_in_the_arrays_dtype_like_mxnet(dt):
+    """Rows of a 3-d weight; MXNet 1.9.1 computes in the arrays' dtype (its
+    results with a row_sparse grad holding every row, pasted)."""
+    want = {
+        "float16": ([[[0.40673828125, -1.4365234375], [2.310546875, 0.439208984375]],
+                     [[-0.17919921875, 1.4462890625], [0.0361328125, 1.3564453125]]], [[1.45703125], [1.1064453125]]),
+        "float32": ([[[0.4068315029144287, -1.4363369941711426], [2.3105616569519043, 0.4394383132457733]],
+                     [[-0.17928990721702576, 1.446548342704773], [0.03619326651096344, 1.3563445806503296]]],
+                    [[1.45703125], [1.1064453125]]),
+    }[dt]
+    w = a([[[0.5, -1.25], [2.0, 0.75]], [[-0.5, 1.5], [0.25, 1.0]]], dt)
+    g = a([[[0.25, 0.5], [-2.0, 1.0]], [[-0.75, 0.125], [0.5, -1.5]]], dt)
+    h = a([[0.5], [0.25]], dt)
+    mx.nd.contrib.group_adagrad_update(w, g, h, lr=0.3, rescale_grad=1.5, clip_gradient=1.25, epsilon=1e-3, out=w)
+    assert w.dtype == np.dtype(dt) and h.dtype == np.dtype(dt)
+    np.testing.assert_array_equal(w.asnumpy().astype(np.float64), np.array(want[0]))
+    np.testing.assert_array_equal(h.asnumpy().astype(np.float64), np.array(want[1]))

@@ -298,15 +298,6 @@ fn infer_type_contrib(
     Ok(())
 }
 
-#[inline]
-fn clip(v: f64, c: f64) -> f64 {
-    if c >= 0.0 {
-        v.max(-c).min(c)
-    } else {
-        v
-    }
-}
-
 /// One tensor's arrays: weight, grad, mean, var, (weight32), output.
 #[derive(Clone, Copy)]
 struct Tensor {
@@ -774,18 +765,33 @@ fn group_adagrad_kernel(call: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) ->
     let out = Raw(o[0].raw_ptr(), o[0].dtype);
     let rows = i[2].size();
     let len = i[0].size().checked_div(rows).unwrap_or(0);
+    // MXNet's kernel computes in the arrays' dtype: each operation rounded
+    let a = Arith(i[0].dtype);
+    let (lr, eps, scale, cl) = (a.rd(p.lr), a.rd(p.epsilon), a.rd(p.rescale), a.rd(p.clip));
     let row = |r: usize| {
         // SAFETY: weight, grad and the output hold rows * len elements and
         // history rows (infer_shape); the engine gives this kernel exclusive
         // access to the output and history; each element is read before it
         // is written.
         unsafe {
-            let gv = |j: usize| clip(p.rescale * g.get(r * len + j), p.clip);
-            let ssq: f64 = (0..len).map(|j| gv(j) * gv(j)).sum();
-            h.set(r, h.get(r) + ssq / len as f64);
-            let denom = (h.get(r) + p.epsilon).sqrt();
+            let gv = |j: usize| {
+                let x = a.op(g.get(r * len + j) * scale);
+                if cl >= 0.0 {
+                    x.max(-cl).min(cl)
+                } else {
+                    x
+                }
+            };
+            let mut ssq = 0.0;
             for j in 0..len {
-                out.set(r * len + j, w.get(r * len + j) - p.lr * gv(j) / denom);
+                ssq = a.op(ssq + a.op(gv(j) * gv(j)));
+            }
+            let hist = a.op(h.get(r) + a.op(ssq / len as f64));
+            h.set(r, hist);
+            let denom = a.op(a.op(hist + eps).sqrt());
+            for j in 0..len {
+                let div = a.op(a.op(lr * gv(j)) / denom);
+                out.set(r * len + j, a.op(w.get(r * len + j) - div));
             }
         }
     };
