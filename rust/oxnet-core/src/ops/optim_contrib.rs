@@ -434,17 +434,15 @@ fn adamw_step(p: &ContribParam, a: Arith, s: [f64; 4], x: [f64; 4]) -> (f64, f64
     (m, v, nw)
 }
 
-/// The sum of squares of n values, each square rounded to `dt` as MXNet's
-/// multi_sum_sq does, accumulated in float64.
+/// The sum of squares of n values as MXNet's CPU multi_sum_sq computes it
+/// inside LAMB: each square in the arrays' dtype, summed in order into a
+/// float32.
 fn sum_sq(n: usize, dt: DType, get: impl Fn(usize) -> f64) -> f64 {
+    let a = Arith(dt);
     let mut acc = 0.0;
     for e in 0..n {
         let v = get(e);
-        acc += match dt {
-            DType::F16 => half::f16::from_f64(v * v).to_f64(),
-            DType::F32 => f32v(v * v),
-            _ => v * v,
-        };
+        acc = f32v(acc + a.op(v * v));
     }
     acc
 }
