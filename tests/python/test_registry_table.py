@@ -1818,6 +1818,119 @@ TABLE.update({
 })
 
 
+# Contrib optimizer updates (feat-optim2): MXNet 1.9.1's AdamW (single,
+# mixed precision, multi-tensor; rescale_grad is a float32 array input),
+# multi-tensor LAMB and group AdaGrad. Values computed with MXNet itself and
+# error cases are in tests/python/test_optim_contrib.py.
+def _adamw(w, g, m, v, r, lr, eta, beta1=0.9, beta2=0.999, epsilon=1e-8, wd=0.0, clip_gradient=-1.0, w32=None):
+    r = r.ravel()[0]
+    if not np.isfinite(r) or r == 0:
+        return [w, m, v] + ([w32] if w32 is not None else [])
+    x = w if w32 is None else w32
+    g = _clip(r * g, clip_gradient)
+    m = beta1 * m + (1 - beta1) * g
+    v = beta2 * v + (1 - beta2) * g * g
+    x = x - eta * (lr * m / (np.sqrt(v) + epsilon) + wd * x)
+    return [x, m, v] + ([x] if w32 is not None else [])
+
+
+def _madamw_ref(mp):
+    s = 5 if mp else 4
+
+    def fn(*ins, num_weights, lrs, wds, etas, **p):
+        outs, states = [], []
+        for k in range(num_weights):
+            grp = ins[k * s:(k + 1) * s]
+            res = _adamw(*grp[:4], ins[-1], lrs[k], etas[k], wd=wds[k], w32=grp[4] if mp else None, **p)
+            outs.append(res[0])
+            states += res[1:]
+        return outs + states
+    return fn
+
+
+def _lamb_ref(mp):
+    s = 5 if mp else 4
+
+    def fn(*ins, num_tensors, step_count, learning_rates, wds, beta1=0.9, beta2=0.999, epsilon=1e-6,
+           rescale_grad=1.0, lower_bound=-1.0, upper_bound=-1.0, clip_gradient=-1.0, bias_correction=True):
+        outs, states = [], []
+        for k in range(num_tensors):
+            w, g, m, v = ins[k * s:k * s + 4]
+            x = ins[k * s + 4] if mp else w
+            t = step_count[k]
+            g = _clip(rescale_grad * g, clip_gradient)
+            m = beta1 * m + (1 - beta1) * g
+            v = beta2 * v + (1 - beta2) * g * g
+            mh, vh = (m / (1 - beta1 ** t), v / (1 - beta2 ** t)) if bias_correction else (m, v)
+            d = mh / (np.sqrt(vh) + epsilon) + wds[k] * x
+            r1, r2 = np.sqrt(np.sum(w * w)), np.sqrt(np.sum(d * d))
+            r1 = max(r1, lower_bound) if lower_bound >= 0 else r1
+            r1 = min(r1, upper_bound) if upper_bound >= 0 else r1
+            lr = learning_rates[k] if r1 == 0 or r2 == 0 else learning_rates[k] * r1 / r2
+            outs.append(x - lr * d)
+            states += [m, v] + ([x - lr * d] if mp else [])
+        return outs + states
+    return fn
+
+
+def _multi_case(op, mp, params, scale=None, id=None):
+    """Three tensors of different shapes; states checked through `mutated`."""
+    s, nw = 5 if mp else 4, 3
+    ins = []
+    for shape in [(2, 3), (4,), (1, 2, 2)]:
+        w, g = U(*shape), U(*shape)
+        ins += [w.astype(np.float16), g.astype(np.float16)] if mp else [w, g]
+        ins += [U(*shape, lo=-0.1, hi=0.1), U(*shape, lo=0.0, hi=0.1)] + ([w] if mp else [])
+    if scale is not None:
+        ins.append(A([scale]))
+    mutated = {k * s + j: nw + k * (s - 2) + (j - 2) for k in range(nw) for j in range(2, s)}
+    fn = _madamw_ref(mp) if op == "adamw" else _lamb_ref(mp)
+    return ref(ins, fn, params, grad=False, mutated=mutated, odt=np.float16 if mp else None, id=id)
+
+
+def _group_adagrad(w, g, h, lr, rescale_grad=1.0, clip_gradient=-1.0, epsilon=1e-5):
+    g = _clip(rescale_grad * g, clip_gradient).reshape(w.shape[0], -1)
+    h = h + np.mean(g * g, axis=1).reshape(h.shape)
+    return [w - lr * (g / np.sqrt(h.reshape(-1, 1) + epsilon)).reshape(w.shape), h]
+
+
+_AW_P = {"lr": 0.125, "eta": 0.5, "beta1": 0.75, "beta2": 0.875, "epsilon": 2.0 ** -10, "wd": 0.0625}
+_MAW_P = {"num_weights": 3, "lrs": (0.125, 0.25, 0.5), "wds": (0.0625, 0.0, 0.125), "etas": (1.0, 0.5, 2.0)}
+_ML_P = {"num_tensors": 3, "learning_rates": (0.125, 0.25, 0.5), "wds": (0.0625, 0.0, 0.125), "step_count": (1, 2, 5)}
+TABLE.update({
+    "_adamw_update": [
+        ref([_W, _G, _S1, _S2, A([1.0])], _adamw, _AW_P, grad=False, mutated={2: 1, 3: 2}),
+        ref([_W, _G, _S1, _S2, A([2.0])], _adamw, dict(_AW_P, clip_gradient=0.75), grad=False,
+            mutated={2: 1, 3: 2}, id="rescale_clip"),
+        ref([_W, _G, _S1, _S2, A([0.0])], _adamw, _AW_P, grad=False, mutated={2: 1, 3: 2}, id="skip_zero"),
+        ref([_W, _G, _S1, _S2, A([np.nan])], _adamw, _AW_P, grad=False, mutated={2: 1, 3: 2}, id="skip_nan")],
+    "_mp_adamw_update": [
+        ref([_W16, _G16, _S1, _S2, _W, A([2.0])], lambda w, g, m, v, w32, r, **p: _adamw(w, g, m, v, r, w32=w32, **p),
+            dict(_AW_P, clip_gradient=0.75), grad=False, odt=np.float16, mutated={2: 1, 3: 2, 4: 3}),
+        ref([_W16, _G16, _S1, _S2, _W, A([np.inf])],
+            lambda w, g, m, v, w32, r, **p: _adamw(w, g, m, v, r, w32=w32, **p),
+            _AW_P, grad=False, odt=np.float16, mutated={2: 1, 3: 2, 4: 3}, id="skip_inf")],
+    "_multi_adamw_update": [
+        _multi_case("adamw", False, _MAW_P, scale=1.0),
+        _multi_case("adamw", False, dict(_MAW_P, beta1=0.5, beta2=0.75, epsilon=2.0 ** -8, clip_gradient=0.75),
+                    scale=2.0, id="rescale_clip")],
+    "_multi_mp_adamw_update": [_multi_case("adamw", True, dict(_MAW_P, clip_gradient=0.75), scale=2.0)],
+    "_multi_lamb_update": [
+        _multi_case("lamb", False, _ML_P),
+        _multi_case("lamb", False, dict(_ML_P, beta1=0.5, beta2=0.75, epsilon=2.0 ** -10, rescale_grad=2.0,
+                                        clip_gradient=0.75, lower_bound=0.5, upper_bound=1.25,
+                                        bias_correction=False), id="bounds_clip")],
+    "_multi_mp_lamb_update": [_multi_case("lamb", True, dict(_ML_P, rescale_grad=0.5))],
+    "_contrib_group_adagrad_update": [
+        ref([U(3, 4), U(3, 4), U(3, 1, lo=0.0, hi=1.0)], _group_adagrad, {"lr": 0.125}, grad=False, mutated={2: 1}),
+        ref([U(3, 2, 2), U(3, 2, 2), U(3, 1, lo=0.0, hi=1.0)], _group_adagrad,
+            {"lr": 0.125, "rescale_grad": 1.5, "clip_gradient": 0.75, "epsilon": 2.0 ** -10}, grad=False,
+            mutated={2: 1}, id="3d_clip"),
+        ref([U(4), U(4), U(4, lo=0.0, hi=1.0)], _group_adagrad, {"lr": 0.125}, grad=False, mutated={2: 1},
+            id="vector")],
+})
+
+
 def test_aliases_resolve_to_entries():
     """Every registered name (aliases included) reaches a table entry, and
     the public ones are callable as mx.nd functions."""

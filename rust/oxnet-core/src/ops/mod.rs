@@ -11,6 +11,7 @@ pub mod misc;
 pub mod nn;
 pub mod norm;
 pub mod optim;
+pub mod optim_contrib;
 pub mod optim_multi;
 pub mod pdf;
 pub mod random;

@@ -6,7 +6,10 @@
 //! lazy updates are ordinary updates); ftml_update and LAMB's two phases take
 //! MXNet's own parameter sets. LAMB's phase 1 returns the direction g, not a
 //! weight. The updates are not differentiable: their gradient is None. The
-//! multi-tensor updates are in optim_multi.rs.
+//! multi-tensor updates are in optim_multi.rs. sgd_update, sgd_mom_update,
+//! adam_update, ftrl_update and adagrad_update also answer to MXNet's
+//! `_sparse_<name>` aliases (the names `mx.nd.sparse.<name>` calls; on dense
+//! arrays they are the same update).
 use super::attrs::Attrs;
 use super::kernels::PAR_GRAIN;
 use super::registry::{infer_shape_same, KernelCtx, OpCall, OpDef, Params};
@@ -433,11 +436,11 @@ macro_rules! opt_op {
     };
 }
 
-opt_op!(SGD, "sgd_update", [], ["weight", "grad"], mutates: &[], f32_from: 9, eps: 1e-8,
+opt_op!(SGD, "sgd_update", ["_sparse_sgd_update"], ["weight", "grad"], mutates: &[], f32_from: 9, eps: 1e-8,
     "weight = (1 - lr * wd) * weight - lr * clip(rescale_grad * grad, clip_gradient).",
     |p, v| (1.0 - p.lr * p.wd) * v[0] - p.lr * clip(p.rescale * v[1], p.clip));
 
-opt_op!(SGD_MOM, "sgd_mom_update", [], ["weight", "grad", "mom"], mutates: &[2], f32_from: 9, eps: 1e-8,
+opt_op!(SGD_MOM, "sgd_mom_update", ["_sparse_sgd_mom_update"], ["weight", "grad", "mom"], mutates: &[2], f32_from: 9, eps: 1e-8,
 "mom = momentum * mom - lr * wd * weight - lr * clip(rescale_grad * grad, clip_gradient); weight += mom.",
 |p, v| {
     v[2] = p.momentum * v[2] - p.lr * p.wd * v[0] - p.lr * clip(p.rescale * v[1], p.clip);
@@ -468,7 +471,7 @@ opt_op!(NAG_MOM, "nag_mom_update", [], ["weight", "grad", "mom"], mutates: &[2],
     v[0] + p.momentum * v[2] - p.lr * g
 });
 
-opt_op!(ADAM, "adam_update", [], ["weight", "grad", "mean", "var"], mutates: &[2, 3], f32_from: 9, eps: 1e-8,
+opt_op!(ADAM, "adam_update", ["_sparse_adam_update"], ["weight", "grad", "mean", "var"], mutates: &[2, 3], f32_from: 9, eps: 1e-8,
 "g = clip(rescale_grad * grad + wd * weight); mean = beta1 * mean + (1 - beta1) * g; \
  var = beta2 * var + (1 - beta2) * g^2; weight -= lr * mean / (sqrt(var) + epsilon).",
 |p, v| {
@@ -498,7 +501,7 @@ opt_op!(RMSPROP_ALEX, "rmspropalex_update", [], ["weight", "grad", "n", "g", "de
     clip(v[0] + v[4], p.clip_weights)
 });
 
-opt_op!(FTRL, "ftrl_update", [], ["weight", "grad", "z", "n"], mutates: &[2, 3], f32_from: 9, eps: 1e-8,
+opt_op!(FTRL, "ftrl_update", ["_sparse_ftrl_update"], ["weight", "grad", "z", "n"], mutates: &[2, 3], f32_from: 9, eps: 1e-8,
 "FTRL-proximal: g = clip(rescale_grad * grad); z += g - (sqrt(n + g^2) - sqrt(n)) * weight / lr; \
  n += g^2; weight = (sign(z) * lamda1 - z) / ((beta + sqrt(n)) / lr + wd) where |z| > lamda1, else 0.",
 |p, v| {

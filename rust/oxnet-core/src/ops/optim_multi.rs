@@ -52,7 +52,7 @@ pub struct MultiParam {
 /// MXNet raises on arguments an operator does not take; the variadic
 /// operators have no entry in the Python signature table, so check here.
 /// `num_args` is what oxnet's Python wrapper adds to every variadic call.
-fn check_known(a: &Attrs, op: &str, known: &[&str]) -> Result<()> {
+pub(super) fn check_known(a: &Attrs, op: &str, known: &[&str]) -> Result<()> {
     for (k, _) in &a.0 {
         let dunder = k.starts_with("__") && k.ends_with("__");
         if !dunder && k != "num_args" && !known.contains(&k.as_str()) {
@@ -69,7 +69,7 @@ fn check_known(a: &Attrs, op: &str, known: &[&str]) -> Result<()> {
 /// bound keeps a mistyped count from building a huge input list).
 const MAX_TENSORS: usize = 1 << 16;
 
-fn check_count(op: &str, key: &str, n: i64) -> Result<usize> {
+pub(super) fn check_count(op: &str, key: &str, n: i64) -> Result<usize> {
     if n < 1 || n as u64 > MAX_TENSORS as u64 {
         return Err(Error::Param(format!(
             "{op}: {key} must be between 1 and {MAX_TENSORS}, got {n}"

@@ -264,6 +264,7 @@ const FAMILIES: &[&[&OpDef]] = &[
     super::optim_multi::OPS,
     super::special::OPS,
     super::misc::OPS,
+    super::optim_contrib::OPS,
 ];
 
 struct Registry {
