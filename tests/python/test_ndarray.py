@@ -367,3 +367,13 @@ def test_absurd_shapes_raise_value_errors_not_panics():
     for f in calls:
         with pytest.raises(ValueError, match="too large"):
             f()
+
+
+def test_depth_space_and_argmax_channel_methods():
+    x = mx.nd.array(np.arange(32, dtype=np.float32).reshape(1, 8, 2, 2))
+    assert_equal = np.testing.assert_array_equal
+    assert_equal(x.depth_to_space(2).asnumpy(), mx.nd.depth_to_space(x, 2).asnumpy())
+    y = x.depth_to_space(2)
+    assert_equal(y.space_to_depth(2).asnumpy(), x.asnumpy())
+    z = mx.nd.array([[1, 5, 2], [7, 0, 3]])
+    assert z.argmax_channel().asnumpy().tolist() == [1, 0]

@@ -456,6 +456,23 @@ class _Methods:
         """Same as ``mx.nd.split_v2(self, ...)``."""
         return split_v2(self, *args, **kwargs)
 
+    def depth_to_space(self, block_size):
+        """Same as ``mx.nd.depth_to_space(self, block_size)``: returns the
+        NCHW array rearranged from depth into ``block_size`` x ``block_size``
+        spatial blocks."""
+        return depth_to_space(self, block_size)
+
+    def space_to_depth(self, block_size):
+        """Same as ``mx.nd.space_to_depth(self, block_size)``: returns the
+        NCHW array with ``block_size`` x ``block_size`` spatial blocks moved
+        into depth."""
+        return space_to_depth(self, block_size)
+
+    def argmax_channel(self):
+        """Same as ``mx.nd.argmax_channel(self)``: returns the indices of the
+        maxima along the last axis (float32, like ``argmax``)."""
+        return argmax_channel(self)
+
     def slice_assign(self, rhs, begin, end, step):
         """Write NDArray ``rhs`` into the window ``begin:end:step`` of this
         array (tuples per axis; None takes the axis' default) and return
