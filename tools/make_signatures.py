@@ -17,10 +17,11 @@ import sys
 
 import mxnet as mx
 
-names = sorted(n for n in open(sys.argv[1]).read().split() if not n.startswith("_"))
+names = sorted(n for n in open(sys.argv[1]).read().split() if not n.startswith("_") or n.startswith("_contrib_"))
 table = {}
 for n in names:
-    f = getattr(mx.nd, n, None)
+    # _contrib_<name> is mx.nd.contrib.<name> in MXNet
+    f = getattr(mx.nd.contrib, n[9:], None) if n.startswith("_contrib_") else getattr(mx.nd, n, None)
     if f is None:
         continue
     try:

@@ -1112,6 +1112,87 @@ TABLE.update({
 })
 
 
+# mx.nd.contrib operators (feat-contrib): _contrib_<name>, see also test_contrib.py.
+def _ste_check(name, fwd):
+    def check():
+        x = A([[-1.7, -0.2, 0.0], [0.4, 1.2, 2.6]])
+        out, g = _head_grad(name, [x], {})
+        assert_almost_equal(out, fwd(x))
+        assert_almost_equal(g, np.full(x.shape, 7.0, np.float32))  # straight through
+    return prop(check, id="straight_through")
+
+
+def _gradmul_check():
+    x = U(2, 3)
+    out, g = _head_grad("_contrib_gradientmultiplier", [x], {"scalar": -2.5})
+    assert_almost_equal(out, x)
+    assert_almost_equal(g, np.full(x.shape, -17.5, np.float32))
+
+
+def _index_copy(old, idx, new):
+    out = old.copy()
+    out[idx.astype(int)] = new
+    return out
+
+
+def _index_array(x, axes=None):
+    grids = np.indices(x.shape)
+    axes = range(x.ndim) if axes is None else axes
+    return np.stack([grids[a] for a in axes], axis=-1)
+
+
+def _allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=True):
+    return np.array(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan), dtype=np.uint8)
+
+
+TABLE.update({
+    "_contrib_arange_like": [
+        ref([U(2, 3)], lambda x: np.arange(6.0).reshape(2, 3), id="default"),
+        ref([U(3, 4)], lambda x, **k: 1.5 + 0.5 * (np.arange(12) // 5).reshape(3, 4),
+            {"start": 1.5, "step": 0.5, "repeat": 5}, id="start_step_repeat"),
+        ref([U(2, 5)], lambda x, **k: -1.0 + 2 * (np.arange(5) // 2), {"start": -1, "step": 2, "repeat": 2, "axis": -1},
+            id="axis"),
+        ref([A([[1, 2], [3, 4]], np.int32)], lambda x, **k: np.arange(4).reshape(2, 2), grad=False, id="int32"),
+    ],
+    "_contrib_index_copy": [
+        ref([U(5, 3), A([0, 4, 2]), U(3, 3)], _index_copy, wrt=[0, 2], id="rows"),
+        ref([U(4), A([3, 1]), U(2)], _index_copy, wrt=[0, 2], id="vector"),
+    ],
+    "_contrib_index_array": [
+        ref([U(3, 2)], _index_array, grad=False, odt=np.int64, id="all_axes"),
+        ref([U(3, 2, 2)], _index_array, {"axes": (1, 0)}, grad=False, odt=np.int64, id="axes"),
+        ref([U(2, 3, 4)], lambda x, axes: _index_array(x, [2]), {"axes": (-1,)}, grad=False, odt=np.int64,
+            id="negative_axis"),
+    ],
+    "_contrib_div_sqrt_dim": [ref([U(2, 3, 5)], lambda x: x / np.sqrt(5.0))],
+    "_contrib_quadratic": [
+        ref([U(3, 4)], lambda x, a, b, c: a * x * x + b * x + c, {"a": 1.5, "b": -2.0, "c": 0.5}, id="abc"),
+        ref([U(3)], lambda x: 0 * x, id="defaults"),
+    ],
+    "_contrib_allclose": [
+        ref([A([1e10, 1e-7]), A([1.00001e10, 1e-8])], _allclose, grad=False, odt=np.uint8, id="false"),
+        ref([A([1e10, 1e-8]), A([1.00001e10, 1e-9])], _allclose, grad=False, odt=np.uint8, id="true"),
+        ref([A([1.0, np.nan, np.inf]), A([1.0, np.nan, np.inf])], _allclose, grad=False, odt=np.uint8, id="nan_inf"),
+        ref([A([1.0, np.nan]), A([1.0, np.nan])], _allclose, {"equal_nan": False}, grad=False, odt=np.uint8,
+            id="nan_unequal"),
+        ref([A([1.0, 2.0]), A([1.1, 2.0])], _allclose, {"rtol": 0.1, "atol": 0.0}, grad=False, odt=np.uint8,
+            id="tolerances"),
+    ],
+    "_contrib_gradientmultiplier": [
+        ref([U(2, 3)], lambda x, **k: x, {"scalar": 3.0}, grad=False, id="identity"),
+        prop(_gradmul_check, id="scaled_gradient"),
+    ],
+    "_contrib_round_ste": [
+        ref([A([-2.5, -1.4, -0.5, 0.0, 0.5, 1.5, 2.4])], _round_away, grad=False, id="half_away_from_zero"),
+        _ste_check("_contrib_round_ste", _round_away),
+    ],
+    "_contrib_sign_ste": [
+        ref([A([-2.5, -0.1, 0.0, 0.3])], np.sign, grad=False, id="sign"),
+        _ste_check("_contrib_sign_ste", np.sign),
+    ],
+})
+
+
 def test_aliases_resolve_to_entries():
     """Every registered name (aliases included) reaches a table entry, and
     the public ones are callable as mx.nd functions."""

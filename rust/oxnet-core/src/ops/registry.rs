@@ -238,6 +238,7 @@ const FAMILIES: &[&[&OpDef]] = &[
     super::loss::OPS,
     super::sequence::OPS,
     super::optim::OPS,
+    super::contrib::OPS,
 ];
 
 struct Registry {
