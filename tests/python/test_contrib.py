@@ -110,3 +110,92 @@ def test_arange_like_gradient_is_zero():
         y = c.arange_like(x) * x
     y.backward()
     assert_almost_equal(x.grad, np.arange(6, dtype=np.float32).reshape(2, 3))
+
+
+_NMS = np.array([[0, 0.5, 0.1, 0.1, 0.2, 0.2], [1, 0.4, 0.1, 0.1, 0.2, 0.2], [0, 0.3, 0.1, 0.1, 0.14, 0.14],
+                 [2, 0.6, 0.5, 0.5, 0.7, 0.8], [0, 0.05, 0, 0, 1, 1], [1, 0.9, 0.11, 0.1, 0.2, 0.21]], np.float32)
+
+
+def test_box_nms_matches_mxnet():
+    x = mx.nd.array(_NMS)
+    # MXNet 1.9.1
+    want = np.array([[1, 0.9, 0.11, 0.1, 0.2, 0.21], [2, 0.6, 0.5, 0.5, 0.7, 0.8], [0, 0.3, 0.1, 0.1, 0.14, 0.14],
+                     [0, 0.05, 0, 0, 1, 1]] + [[-1] * 6] * 2, np.float32)
+    assert_almost_equal(c.box_nms(x), want)
+    assert_almost_equal(c.box_non_maximum_suppression(x), want)
+    want = np.array([[1, 0.9, 0.155, 0.155, 0.09, 0.11], [2, 0.6, 0.6, 0.65, 0.2, 0.3],
+                     [0, 0.3, 0.12, 0.12, 0.04, 0.04], [0, 0.05, 0.5, 0.5, 1, 1]] + [[-1] * 6] * 2, np.float32)
+    assert_almost_equal(c.box_nms(x, out_format="center"), want)
+    # the gradient: output rows' gradients copied back to their source rows
+    x.attach_grad()
+    with mx.autograd.record():
+        y = c.box_nms(x, overlap_thresh=0.1, out_format="center")
+    y.backward(mx.nd.array(np.arange(36).reshape(6, 6)))
+    g = np.zeros((6, 6), np.float32)
+    g[3], g[4], g[5] = np.arange(6, 12), np.arange(12, 18), np.arange(6)
+    assert_almost_equal(x.grad, g)
+    assert c.box_nms(mx.nd.ones((2, 3, 6))).shape == (2, 3, 6)
+
+
+def test_box_nms_errors():
+    with pytest.raises(ValueError, match=r"_contrib_box_nms: coord_start \+ 3 = 5 is outside"):
+        c.box_nms(mx.nd.ones((3, 5)))
+    with pytest.raises(ValueError, match="id_index = 7"):
+        c.box_nms(mx.nd.ones((3, 6)), id_index=7)
+    with pytest.raises(ValueError, match="at least 2 dimensions"):
+        c.box_nms(mx.nd.ones((6,)))
+    with pytest.raises(ValueError, match="in_format"):
+        c.box_nms(mx.nd.ones((3, 6)), in_format="xywh")
+
+
+def test_bipartite_matching_matches_mxnet():
+    s = mx.nd.array(np.random.RandomState(0).rand(4, 4))
+    # MXNet 1.9.1: topk=k gives k + 1 matches
+    for k, want in ((1, [-1, -1, 0, 1]), (2, [-1, 3, 0, 1]), (3, [2, 3, 0, 1])):
+        rows, cols = c.bipartite_matching(s, threshold=0.0, topk=k)
+        assert_almost_equal(rows, np.array(want, np.float32))
+    rows, cols = c.bipartite_matching(mx.nd.array([[0.5, 0.6], [0.1, 0.2], [0.3, 0.4]]), threshold=1e-12)
+    assert_almost_equal(rows, np.array([1, -1, 0], np.float32))
+    assert_almost_equal(cols, np.array([2, 0], np.float32))
+    with pytest.raises(ValueError, match="threshold"):
+        c.bipartite_matching(s)
+
+
+def test_box_encode_decode_match_mxnet():
+    t, m = c.box_encode(mx.nd.array([[1, -1, 0, 1]]), mx.nd.array([[0, 1, 1, 2]]),
+                        mx.nd.array([[[0, 0, 2, 2], [1, 1, 3, 4], [0, 0, 1, 1], [2, 2, 5, 6]]]),
+                        mx.nd.array([[[0.5, 0.2, 2, 3], [1, 1, 2, 2], [2, 1, 4, 5]]]),
+                        mx.nd.array([0.1, 0, 0, -0.1]), mx.nd.array([0.1, 0.1, 0.2, 0.2]))
+    assert_almost_equal(t, np.array([[[0.25, 3, -1.4384103, 2.1823611], [0] * 4, [0] * 4,
+                                      [-2.6666667, -2.5, -2.0273254, 0.5]]], np.float32))
+    assert_almost_equal(m, np.array([[[1] * 4, [0] * 4, [0] * 4, [1] * 4]], np.float32))
+    d = mx.nd.array([[[0.1, 0.2, 0.3, -0.2], [0, 0, 0, 0], [1, -1, 2, 0.5]]])
+    an = mx.nd.array([[[0.5, 0.5, 1, 2], [0, 0, 2, 2], [1, 1, 3, 4]]])
+    assert_almost_equal(c.box_decode(d, an, clip=1.5),
+                        np.array([[[-0.07492942, 0.0812692, 1.2749295, 1.7187307], [-1, -1, 1, 1],
+                                   [-2.7225332, -6.2974424, 10.722533, 0.29744244]]], np.float32))
+    with pytest.raises(ValueError, match="_contrib_box_decode: expected data"):
+        c.box_decode(mx.nd.ones((1, 3, 4)), mx.nd.ones((1, 2, 4)))
+    with pytest.raises(ValueError, match="_contrib_box_encode: expected samples"):
+        c.box_encode(mx.nd.ones((1, 2)), mx.nd.ones((1, 2)), mx.nd.ones((1, 3, 4)), mx.nd.ones((1, 2, 4)),
+                     mx.nd.ones((4,)), mx.nd.ones((4,)))
+
+
+def test_box_iou_and_multibox_prior_match_mxnet():
+    a = mx.nd.array([[0, 0, 2, 2], [1, 1, 3, 3]])
+    b = mx.nd.array([[0, 0, 2, 2], [5, 5, 4, 4], [1, 0, 2, 1]])
+    assert_almost_equal(c.box_iou(a, b), np.array([[1, 0, 0.25], [0.14285715, 0, 0]], np.float32))
+    assert_almost_equal(c.box_iou(a, b, format="center"),
+                        np.array([[1, 0, 0.2], [0.20930232, 0, 0.22222222]], np.float32))
+    with pytest.raises(ValueError, match="must end with 4"):
+        c.box_iou(mx.nd.ones((2, 3)), b)
+    p = c.MultiBoxPrior(mx.nd.ones((1, 3, 2, 3)), sizes=(0.5, 0.2), ratios=(2, 1, 0.5))
+    assert p.shape == (1, 24, 4)
+    assert_almost_equal(p[0, :4], np.array([[-0.06903559, 0.07322331, 0.40236893, 0.4267767],
+                                            [0.07238577, 0.17928931, 0.2609476, 0.3207107],
+                                            [0, 0, 0.33333334, 0.5],
+                                            [0.04881554, -0.10355338, 0.2845178, 0.6035534]], np.float32))
+    with pytest.raises(TypeError, match="float32 only"):
+        c.MultiBoxPrior(mx.nd.ones((1, 3, 2, 3), dtype="float64"))
+    with pytest.raises(ValueError, match="steps"):
+        c.MultiBoxPrior(mx.nd.ones((1, 3, 2, 3)), steps=(0.1,))

@@ -1193,6 +1193,185 @@ TABLE.update({
 })
 
 
+def _corner(b, corner=True):
+    if corner:
+        return b
+    return np.concatenate([b[..., :2] - b[..., 2:] / 2, b[..., :2] + b[..., 2:] / 2], axis=-1)
+
+
+def _iou_one(a, b):
+    w = max(min(a[2], b[2]) - max(a[0], b[0]), 0.0)
+    h = max(min(a[3], b[3]) - max(a[1], b[1]), 0.0)
+
+    def area(x):
+        return 0.0 if x[2] < x[0] or x[3] < x[1] else (x[2] - x[0]) * (x[3] - x[1])
+    u = area(a) + area(b) - w * h
+    return w * h / u if u > 0 else 0.0
+
+
+def _box_iou(lhs, rhs, format="corner"):
+    a, b = _corner(lhs, format == "corner").reshape(-1, 4), _corner(rhs, format == "corner").reshape(-1, 4)
+    out = np.array([[_iou_one(x, y) for y in b] for x in a])
+    return out.reshape(lhs.shape[:-1] + rhs.shape[:-1])
+
+
+def _box_nms(data, overlap_thresh=0.5, valid_thresh=0.0, topk=-1, coord_start=2, score_index=1, id_index=-1,
+             background_id=-1, force_suppress=False, in_format="corner", out_format="corner"):
+    flat = data.reshape(-1, data.shape[-2], data.shape[-1])
+    out = -np.ones_like(flat)
+    cs = slice(coord_start, coord_start + 4)
+    for b, rows in enumerate(flat):
+        cand = [r for r in range(len(rows)) if rows[r, score_index] > valid_thresh
+                and not (id_index >= 0 and background_id >= 0 and rows[r, id_index] == background_id)]
+        cand = sorted(cand, key=lambda r: -rows[r, score_index])
+        cand = cand[:topk] if topk > 0 else cand
+        kept = []
+        for r in cand:
+            box = _corner(rows[r, cs], in_format == "corner")
+            if all(not ((force_suppress or id_index < 0 or rows[k, id_index] == rows[r, id_index])
+                        and _iou_one(_corner(rows[k, cs], in_format == "corner"), box) > overlap_thresh)
+                   for k in kept):
+                kept.append(r)
+        for q, r in enumerate(kept):
+            out[b, q] = rows[r]
+            c = _corner(rows[r, cs], in_format == "corner")
+            if out_format == "corner":
+                out[b, q, cs] = c
+            else:
+                out[b, q, cs] = np.concatenate([(c[:2] + c[2:]) / 2, c[2:] - c[:2]])
+    return out.reshape(data.shape)
+
+
+def _bipartite(data, threshold, is_ascend=False, topk=-1):
+    n, m = data.shape[-2:]
+    flat = data.reshape(-1, n, m)
+    rows, cols = -np.ones(flat.shape[:2]), -np.ones((flat.shape[0], m))
+    for b, sc in enumerate(flat):
+        order = sorted(range(n * m), key=lambda f: sc.flat[f] if is_ascend else -sc.flat[f])
+        count = 0
+        for f in order:
+            r, c = divmod(f, m)
+            if rows[b, r] != -1 or cols[b, c] != -1:
+                continue
+            if topk > 0 and count > topk:  # MXNet 1.9.1 stops after topk + 1 matches
+                break
+            if (sc.flat[f] > threshold) if is_ascend else (sc.flat[f] < threshold):
+                break
+            rows[b, r], cols[b, c] = c, r
+            count += 1
+    return [rows.reshape(data.shape[:-1]), cols.reshape(data.shape[:-2] + (m,))]
+
+
+def _center(b):
+    return np.concatenate([(b[..., :2] + b[..., 2:]) / 2, b[..., 2:] - b[..., :2]], axis=-1)
+
+
+def _box_encode(samples, matches, anchors, refs, means, stds):
+    g = np.stack([refs[b][matches[b].astype(int)] for b in range(len(refs))])
+    a, r = _center(anchors), _center(g)
+    t = np.concatenate([(r[..., :2] - a[..., :2]) / a[..., 2:], np.log(r[..., 2:] / a[..., 2:])], axis=-1)
+    pos = (samples > 0.5)[..., None]
+    return [np.where(pos, (t - means) / stds, 0.0), np.where(pos, 1.0, 0.0) + 0 * t]
+
+
+def _box_decode(data, anchors, std0=1.0, std1=1.0, std2=1.0, std3=1.0, clip=-1.0, format="center"):
+    a = _center(anchors) if format == "corner" else anchors
+    x = data[..., 0] * std0 * a[..., 2] + a[..., 0]
+    y = data[..., 1] * std1 * a[..., 3] + a[..., 1]
+    dw, dh = data[..., 2] * std2, data[..., 3] * std3
+    if clip > 0:
+        dw, dh = np.minimum(dw, clip), np.minimum(dh, clip)
+    w, h = np.exp(dw) * a[..., 2] / 2, np.exp(dh) * a[..., 3] / 2
+    return np.stack([x - w, y - h, x + w, y + h], axis=-1)
+
+
+def _multibox_prior(data, sizes=(1.0,), ratios=(1.0,), clip=False, steps=(-1.0, -1.0), offsets=(0.5, 0.5)):
+    h, w = data.shape[2:]
+    sy = steps[0] if steps[0] > 0 else 1.0 / h
+    sx = steps[1] if steps[1] > 0 else 1.0 / w
+    shapes = [(s, ratios[0]) for s in sizes] + [(sizes[0], r) for r in ratios[1:]]
+    out = []
+    for i in range(h):
+        for j in range(w):
+            cy, cx = (i + offsets[0]) * sy, (j + offsets[1]) * sx
+            for s, r in shapes:
+                hw, hh = s * h / w * np.sqrt(r) / 2, s / np.sqrt(r) / 2
+                out.append([cx - hw, cy - hh, cx + hw, cy + hh])
+    out = np.array(out)[None]
+    return np.clip(out, 0, 1) if clip else out
+
+
+def _zero_grad_check(name, ins, params, wrt=0):
+    def check():
+        arrs = [nd(x) for x in ins]
+        arrs[wrt].attach_grad()
+        with mx.autograd.record():
+            out = _as_list(getattr(mx.nd, name)(*arrs, **params))
+        mx.autograd.backward(out)
+        assert_almost_equal(arrs[wrt].grad, np.zeros_like(ins[wrt]))  # MXNet: zero gradients
+    return prop(check, id="zero_gradient")
+
+
+_NMS = A([[0, 0.5, 0.1, 0.1, 0.2, 0.2], [1, 0.4, 0.1, 0.1, 0.2, 0.2], [0, 0.3, 0.1, 0.1, 0.14, 0.14],
+          [2, 0.6, 0.5, 0.5, 0.7, 0.8], [0, 0.05, 0, 0, 1, 1], [1, 0.9, 0.11, 0.1, 0.2, 0.21]])
+_BOXES = np.concatenate([U(2, 3, 2, lo=0, hi=0.5), U(2, 3, 2, lo=0.5, hi=1)], axis=-1)
+_ANCHORS = A([[[0, 0, 2, 2], [1, 1, 3, 4], [0, 0, 1, 1], [2, 2, 5, 6]]])
+
+TABLE.update({
+    "_contrib_box_iou": [
+        ref([_BOXES, _BOXES[0, :2]], _box_iou, grad=False, id="corner"),
+        ref([A([[0.5, 0.5, 1, 1], [1, 1, 2, 0.5]]), A([[0.5, 0.6, 0.8, 1.1], [3, 3, 1, 1], [1.2, 1, 2, 2]])],
+            _box_iou, {"format": "center"}, grad=False, id="center"),
+        ref([A([[0, 0, 2, 2], [1, 1, 1, 1]]), A([[5, 5, 4, 4], [1, 1, 1, 1]])], _box_iou, grad=False,
+            id="degenerate"),
+        _zero_grad_check("_contrib_box_iou", [_BOXES, _BOXES], {}),
+    ],
+    # class ids are compared for equality: no numerical gradient through them (grad=False)
+    "_contrib_box_nms": [
+        ref([_NMS], _box_nms, id="default"),
+        ref([_NMS], _box_nms, {"overlap_thresh": 0.1, "valid_thresh": 0.1, "topk": 3, "id_index": 0}, grad=False, id="topk_class"),
+        ref([_NMS], _box_nms, {"overlap_thresh": 0.1, "id_index": 0, "background_id": 0}, grad=False, id="background"),
+        ref([_NMS], _box_nms, {"overlap_thresh": 0.1, "id_index": 0, "force_suppress": True}, grad=False, id="force"),
+        ref([_NMS], _box_nms, {"out_format": "center"}, grad=False, id="out_center"),
+        ref([_NMS], _box_nms, {"in_format": "center", "out_format": "center", "overlap_thresh": 0.3}, id="in_center"),
+        ref([np.stack([_NMS, _NMS[::-1] * A([1, 1, 1, 1, 1.1, 1.2])])[None]], _box_nms, {"overlap_thresh": 0.3},
+            id="batched"),
+        ref([A([[0.9, 0.1, 0.1, 0.3, 0.3, 5], [0.8, 0.12, 0.1, 0.3, 0.32, 5]])], _box_nms,
+            {"coord_start": 1, "score_index": 0, "id_index": 5}, grad=False, id="layout"),
+    ],
+    "_backward_contrib_box_nms": [via("_contrib_box_nms")],
+    "_contrib_bipartite_matching": [
+        ref([A([[0.5, 0.6], [0.1, 0.2], [0.3, 0.4]])], _bipartite, {"threshold": 1e-12}, grad=False, id="default"),
+        ref([A([[0.5, 0.6], [0.1, 0.2], [0.3, 0.4]])], _bipartite, {"threshold": 0.35, "is_ascend": True},
+            grad=False, id="ascend"),
+        ref([U(2, 4, 5, lo=0, hi=1)], _bipartite, {"threshold": 0.3}, grad=False, id="batched"),
+        ref([U(4, 4, lo=0, hi=1)], _bipartite, {"threshold": 0.0, "topk": 1}, grad=False, id="topk"),
+        _zero_grad_check("_contrib_bipartite_matching", [U(3, 4)], {"threshold": 0.1}),
+    ],
+    "_contrib_box_encode": [
+        ref([A([[1, -1, 0, 1]]), A([[0, 1, 1, 2]]), _ANCHORS, A([[[0.5, 0.2, 2, 3], [1, 1, 2, 2], [2, 1, 4, 5]]]),
+             A([0.1, 0, 0, -0.1]), A([0.1, 0.1, 0.2, 0.2])], _box_encode, grad=False, id="targets_masks"),
+        _zero_grad_check("_contrib_box_encode", [A([[1, 1]]), A([[0, 1]]), _ANCHORS[:, :2], _ANCHORS[:, 1:3],
+                                                 A([0, 0, 0, 0]), A([1, 1, 1, 1])], {}, wrt=2),
+    ],
+    "_contrib_box_decode": [
+        ref([U(2, 3, 4), A([[[0.5, 0.5, 1, 2], [0, 0, 2, 2], [1, 1, 3, 4]]])], _box_decode, grad=False, id="center"),
+        ref([U(2, 3, 4, lo=-2, hi=2), U(2, 3, 4, lo=0.5, hi=1) + A([0, 0, 1, 1])], _box_decode,
+            {"std0": 0.1, "std1": 0.2, "std2": 0.3, "std3": 0.4, "clip": 0.5, "format": "corner"}, grad=False,
+            id="corner_std_clip"),
+        _zero_grad_check("_contrib_box_decode", [U(1, 2, 4), U(1, 2, 4)], {}),
+    ],
+    "_contrib_MultiBoxPrior": [
+        ref([U(1, 3, 2, 3)], _multibox_prior, grad=False, id="default"),
+        ref([U(2, 1, 3, 4)], _multibox_prior, {"sizes": (0.5, 0.2), "ratios": (2, 1, 0.5)}, grad=False,
+            id="sizes_ratios"),
+        ref([U(1, 3, 2, 3)], _multibox_prior, {"sizes": (0.5,), "steps": (0.3, 0.2), "offsets": (0.2, 0.7),
+                                               "clip": True}, grad=False, id="steps_offsets_clip"),
+        _zero_grad_check("_contrib_MultiBoxPrior", [U(1, 2, 2, 2)], {}),
+    ],
+})
+
+
 def test_aliases_resolve_to_entries():
     """Every registered name (aliases included) reaches a table entry, and
     the public ones are callable as mx.nd functions."""

@@ -8,6 +8,8 @@ use crate::base::{fmt_shape, shape::norm_axis, DType};
 use crate::error::{Error, Result};
 use crate::ndarray::Blob;
 
+pub mod bbox;
+
 pub static OPS: &[&OpDef] = &[
     &ARANGE_LIKE,
     &INDEX_COPY,
@@ -18,7 +20,27 @@ pub static OPS: &[&OpDef] = &[
     &GRADIENT_MULTIPLIER,
     &ROUND_STE,
     &SIGN_STE,
+    &bbox::BOX_IOU,
+    &bbox::BOX_NMS,
+    &bbox::BACKWARD_BOX_NMS,
+    &bbox::BIPARTITE_MATCHING,
+    &bbox::BOX_ENCODE,
+    &bbox::BOX_DECODE,
+    &bbox::MULTIBOX_PRIOR,
 ];
+
+/// Zero gradients for every input (MXNet's `MakeZeroGradNodes`): autograd
+/// fills zeros where a gradient function returns none.
+pub(crate) fn zero_grads(
+    c: &OpCall,
+    _: &mut dyn super::registry::GradBuilder,
+    x: &[super::registry::Entry],
+    _: &[super::registry::Entry],
+    _: &[super::registry::Entry],
+) -> Result<Vec<Option<super::registry::Entry>>> {
+    let _ = c;
+    Ok(vec![None; x.len()])
+}
 
 /// Apply `f` to every element, in float64, writing the output's dtype.
 fn map_f64(i: &Blob, o: &Blob, f: impl Fn(f64) -> f64) {
@@ -227,7 +249,7 @@ pub static INDEX_ARRAY: OpDef = OpDef {
     name: "_contrib_index_array",
     doc: "The index of every element: for data of shape (d1, ..., dn) an int64 array of shape (d1, ..., dn, \
           m) whose [i1, ..., in, j] entry is i_{axes[j]}; axes (negative values count from the end) defaults \
-          to all n axes in order. No gradient.",
+          to all n axes in order. Zero gradients.",
     parse: |a| Ok(Box::new(a.p("_contrib_index_array").ints("axes")?) as Params),
     infer_shape: |c, ins, outs| {
         if let Some(s) = &ins[0] {
@@ -258,6 +280,7 @@ pub static INDEX_ARRAY: OpDef = OpDef {
         }
         Ok(())
     }),
+    grad: Some(zero_grads),
     ..OpDef::BASE
 };
 
@@ -339,7 +362,7 @@ pub static ALLCLOSE: OpDef = OpDef {
     name: "_contrib_allclose",
     doc: "Whether every |a - b| <= atol + rtol * |b| (equal values, infinities included, always match; NaNs \
           match each other when equal_nan, the default). a and b have one shape and dtype; the result is a \
-          uint8 array of shape () holding 1 or 0. rtol defaults to 1e-05, atol to 1e-08. No gradient.",
+          uint8 array of shape () holding 1 or 0. rtol defaults to 1e-05, atol to 1e-08. Zero gradients.",
     inputs: &["a", "b"],
     parse: |a| {
         let p = a.p("_contrib_allclose");
@@ -383,6 +406,7 @@ pub static ALLCLOSE: OpDef = OpDef {
         o[0].data_mut::<u8>()[0] = ok as u8;
         Ok(())
     }),
+    grad: Some(zero_grads),
     ..OpDef::BASE
 };
 
