@@ -199,3 +199,24 @@ def test_box_iou_and_multibox_prior_match_mxnet():
         c.MultiBoxPrior(mx.nd.ones((1, 3, 2, 3), dtype="float64"))
     with pytest.raises(ValueError, match="steps"):
         c.MultiBoxPrior(mx.nd.ones((1, 3, 2, 3)), steps=(0.1,))
+
+
+def test_multibox_detection_matches_mxnet():
+    cp = mx.nd.array([[[0.1, 0.2, 0.7, 0.05], [0.6, 0.1, 0.1, 0.9], [0.3, 0.7, 0.2, 0.05]]])
+    loc = mx.nd.array([[-0.16595599, 0.44064897, -0.99977124, -0.39533487, -0.70648819, -0.81532282, -0.62747955,
+                        -0.30887854, -0.20646505, 0.07763347, -0.16161098, 0.370439, -0.59109551, 0.75623488,
+                        -0.94522482, 0.34093502]])
+    anchor = mx.nd.array([[[0.1, 0.1, 0.3, 0.3], [0.12, 0.1, 0.3, 0.32], [0.5, 0.5, 0.9, 0.8], [0, 0, 1, 1]]])
+    boxes = {0: [0.11480406, 0.11641517, 0.27855772, 0.3012108], 1: [0.11789788, 0.08865258, 0.27666858, 0.2954732],
+             2: [0.4981025, 0.49079376, 0.8853803, 0.8138642], 3: [0.02701581, 0.04034078, 0.8547651, 1.0]}
+    # MXNet 1.9.1 (background_id changes nothing there)
+    want = np.array([[0, 0.9] + boxes[3], [1, 0.7] + boxes[1], [0, 0.6] + boxes[0], [1, 0.2] + boxes[2]], np.float32)
+    assert_almost_equal(c.MultiBoxDetection(cp, loc, anchor)[0], want)
+    assert_almost_equal(c.MultiBoxDetection(cp, loc, anchor, background_id=1)[0], want)
+    want = np.array([[0, 0.9] + boxes[3], [-1, 0.7] + boxes[1], [-1, 0.2] + boxes[2], [-1, 0.9] + boxes[3]],
+                    np.float32)
+    assert_almost_equal(c.MultiBoxDetection(cp, loc, anchor, nms_topk=1)[0], want)
+    with pytest.raises(ValueError, match="_contrib_MultiBoxDetection: expected cls_prob"):
+        c.MultiBoxDetection(cp, loc, mx.nd.ones((1, 3, 4)))
+    with pytest.raises(ValueError, match="variances"):
+        c.MultiBoxDetection(cp, loc, anchor, variances=(0.1, 0.2))

@@ -1372,6 +1372,47 @@ TABLE.update({
 })
 
 
+def _multibox_detection(cls_prob, loc_pred, anchor, clip=True, threshold=0.01, nms_threshold=0.5,
+                        force_suppress=False, variances=(0.1, 0.1, 0.2, 0.2), nms_topk=-1):
+    b_n, _, a_n = cls_prob.shape
+    out = -np.ones((b_n, a_n, 6))
+    boxes = _box_decode(loc_pred.reshape(b_n, a_n, 4), _center(anchor), *variances)
+    if clip:
+        boxes = np.clip(boxes, 0, 1)
+    for b in range(b_n):
+        ids = cls_prob[b, 1:].argmax(axis=0)
+        scores = cls_prob[b, 1:].max(axis=0)
+        rows = [[ids[a], scores[a], *boxes[b, a]] for a in range(a_n) if scores[a] >= threshold]
+        keep = len(rows) if nms_topk <= 0 else min(nms_topk, len(rows))
+        for k, r in enumerate(rows):
+            out[b, k] = r
+            if k >= keep:
+                out[b, k, 0] = -1  # MXNet 1.9.1: rows beyond nms_topk stay in place with id -1
+        out[b, :keep] = sorted(rows, key=lambda r: -r[1])[:keep]
+        for u in range(keep):
+            for v in range(u + 1, keep):
+                if out[b, u, 0] >= 0 and out[b, v, 0] >= 0 and (force_suppress or out[b, u, 0] == out[b, v, 0]) \
+                        and _iou_one(out[b, u, 2:], out[b, v, 2:]) > nms_threshold:
+                    out[b, v, 0] = -1
+    return out
+
+
+_MBD = [A([[[0.1, 0.2, 0.7, 0.05], [0.6, 0.1, 0.1, 0.9], [0.3, 0.7, 0.2, 0.05]],
+           [[0.5, 0.1, 0.2, 0.3], [0.2, 0.4, 0.6, 0.3], [0.3, 0.5, 0.2, 0.4]]]),
+        U(2, 16), A([[[0.1, 0.1, 0.3, 0.3], [0.12, 0.1, 0.3, 0.32], [0.5, 0.5, 0.9, 0.8], [0.0, 0.0, 1.0, 1.0]]])]
+
+TABLE.update({
+    "_contrib_MultiBoxDetection": [
+        ref(_MBD, _multibox_detection, grad=False, id="default"),
+        ref(_MBD, _multibox_detection, {"threshold": 0.25, "clip": False, "variances": (0.2, 0.1, 0.3, 0.1)},
+            grad=False, id="threshold_variances"),
+        ref(_MBD, _multibox_detection, {"force_suppress": True, "nms_threshold": 0.3}, grad=False, id="force"),
+        ref(_MBD, _multibox_detection, {"nms_topk": 1}, grad=False, id="nms_topk"),
+        _zero_grad_check("_contrib_MultiBoxDetection", _MBD, {}, wrt=1),
+    ],
+})
+
+
 def test_aliases_resolve_to_entries():
     """Every registered name (aliases included) reaches a table entry, and
     the public ones are callable as mx.nd functions."""

@@ -43,6 +43,7 @@ ARGS = {
     'SpatialTransformer': ('data', 'loc', 'target_shape', 'transform_type', 'sampler_type', 'cudnn_off'),
     'SwapAxis': ('data', 'dim1', 'dim2'),
     '_contrib_CTCLoss': ('data', 'label', 'data_lengths', 'label_lengths', 'use_data_lengths', 'use_label_lengths', 'blank_label'),
+    '_contrib_MultiBoxDetection': ('cls_prob', 'loc_pred', 'anchor', 'clip', 'threshold', 'background_id', 'nms_threshold', 'force_suppress', 'variances', 'nms_topk'),
     '_contrib_MultiBoxPrior': ('data', 'sizes', 'ratios', 'clip', 'steps', 'offsets'),
     '_contrib_allclose': ('a', 'b', 'rtol', 'atol', 'equal_nan'),
     '_contrib_arange_like': ('data', 'start', 'step', 'repeat', 'ctx', 'axis'),

@@ -739,3 +739,150 @@ pub static MULTIBOX_PRIOR: OpDef = OpDef {
     grad: Some(zero_grads),
     ..OpDef::BASE
 };
+
+// ---------------------------------------------------------------------------
+// MultiBoxDetection
+// ---------------------------------------------------------------------------
+
+struct Detect {
+    clip: bool,
+    threshold: f64,
+    nms: f64,
+    force: bool,
+    var: [f64; 4],
+    topk: i64,
+}
+
+fn variances(op: &str, a: &Attrs) -> Result<[f64; 4]> {
+    match a.p(op).floats("variances")? {
+        None => Ok([0.1, 0.1, 0.2, 0.2]),
+        Some(v) if v.len() == 4 => Ok([v[0], v[1], v[2], v[3]]),
+        Some(v) => Err(Error::Param(format!(
+            "{op}: argument 'variances' must have 4 values, got {v:?}"
+        ))),
+    }
+}
+
+pub static MULTIBOX_DETECTION: OpDef = OpDef {
+    name: "_contrib_MultiBoxDetection",
+    doc: "Turn multibox predictions into detections. cls_prob (B, C, A) class probabilities with class 0 the \
+          background, loc_pred (B, A * 4) offsets, anchor (1, A, 4) corner boxes. Each anchor takes its most \
+          probable non-background class (kept when the probability is >= threshold) and its box decoded like \
+          box_decode with stds = variances (clipped to [0, 1] when clip). Rows [class - 1, score, xmin, ymin, \
+          xmax, ymax] of the kept anchors are sorted by descending score (with nms_topk > 0 only the first \
+          nms_topk, the others keeping their place with id -1, as MXNet 1.9.1), then non-maximum suppression \
+          at nms_threshold (per class unless force_suppress) sets the id of suppressed rows to -1; unused rows \
+          are -1. Output (B, A, 6). background_id is accepted but, as in MXNet 1.9.1, class 0 is the \
+          background. Zero gradients.",
+    inputs: &["cls_prob", "loc_pred", "anchor"],
+    parse: |a| {
+        let op = "_contrib_MultiBoxDetection";
+        let p = a.p(op);
+        p.i64("background_id", 0)?;
+        Ok(Box::new(Detect {
+            clip: p.bool("clip", true)?,
+            threshold: p.f64("threshold", 0.01)?,
+            nms: p.f64("nms_threshold", 0.5)?,
+            force: p.bool("force_suppress", false)?,
+            var: variances(op, a)?,
+            topk: p.i64("nms_topk", -1)?,
+        }) as Params)
+    },
+    infer_shape: |_, ins, outs| {
+        if let (Some(cp), Some(l), Some(an)) = (&ins[0], &ins[1], &ins[2]) {
+            let ok = cp.len() == 3
+                && cp[1] >= 1
+                && l.len() == 2
+                && l[0] == cp[0]
+                && l[1] == cp[2] * 4
+                && an.len() == 3
+                && an[0] == 1
+                && an[1] == cp[2]
+                && an[2] == 4;
+            if !ok {
+                return Err(Error::Shape(format!(
+                    "_contrib_MultiBoxDetection: expected cls_prob (B, C, A), loc_pred (B, A * 4), anchor (1, \
+                     A, 4); got cls_prob {}, loc_pred {}, anchor {}",
+                    fmt_shape(cp),
+                    fmt_shape(l),
+                    fmt_shape(an)
+                )));
+            }
+            outs[0] = Some(vec![cp[0], cp[2], 6]);
+        }
+        Ok(())
+    },
+    infer_type: infer_float_same,
+    cpu: Some(|c, i, o, _| {
+        let p = c.p::<Detect>();
+        let (bn, nc, na) = (i[0].shape[0], i[0].shape[1], i[0].shape[2]);
+        let (cp, lp, an) = (to_f64_vec(&i[0]), to_f64_vec(&i[1]), to_f64_vec(&i[2]));
+        let mut y = vec![-1f64; bn * na * 6];
+        for b in 0..bn {
+            let out = &mut y[b * na * 6..(b + 1) * na * 6];
+            let mut rows: Vec<[f64; 6]> = Vec::new();
+            for a in 0..na {
+                let (mut score, mut id) = (-1f64, 0usize);
+                for j in 1..nc {
+                    let v = cp[(b * nc + j) * na + a];
+                    if v > score {
+                        score = v;
+                        id = j;
+                    }
+                }
+                if id == 0 || score < p.threshold {
+                    continue;
+                }
+                let ab = center_of(&an[a * 4..a * 4 + 4]);
+                let d = &lp[(b * na + a) * 4..(b * na + a) * 4 + 4];
+                let x = d[0] * p.var[0] * ab[2] + ab[0];
+                let yy = d[1] * p.var[1] * ab[3] + ab[1];
+                let w = (d[2] * p.var[2]).exp() * ab[2] / 2.0;
+                let h = (d[3] * p.var[3]).exp() * ab[3] / 2.0;
+                let mut bx = [x - w, yy - h, x + w, yy + h];
+                if p.clip {
+                    bx.iter_mut().for_each(|v| *v = v.clamp(0.0, 1.0));
+                }
+                rows.push([(id - 1) as f64, score, bx[0], bx[1], bx[2], bx[3]]);
+            }
+            for (k, r) in rows.iter().enumerate() {
+                out[k * 6..k * 6 + 6].copy_from_slice(r);
+            }
+            let mut nkeep = rows.len();
+            if p.topk > 0 && (p.topk as usize) < nkeep {
+                nkeep = p.topk as usize;
+                for k in nkeep..rows.len() {
+                    out[k * 6] = -1.0;
+                }
+            }
+            let mut order: Vec<usize> = (0..rows.len()).collect();
+            order.sort_by(|&u, &v| {
+                rows[v][1]
+                    .partial_cmp(&rows[u][1])
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            });
+            for (k, &r) in order.iter().take(nkeep).enumerate() {
+                out[k * 6..k * 6 + 6].copy_from_slice(&rows[r]);
+            }
+            for u in 0..nkeep {
+                if out[u * 6] < 0.0 {
+                    continue;
+                }
+                for v in u + 1..nkeep {
+                    if out[v * 6] < 0.0 || (!p.force && out[v * 6] != out[u * 6]) {
+                        continue;
+                    }
+                    let bu = [out[u * 6 + 2], out[u * 6 + 3], out[u * 6 + 4], out[u * 6 + 5]];
+                    let bv = [out[v * 6 + 2], out[v * 6 + 3], out[v * 6 + 4], out[v * 6 + 5]];
+                    if iou(&bu, &bv) > p.nms {
+                        out[v * 6] = -1.0;
+                    }
+                }
+            }
+        }
+        write_f64(&o[0], &y);
+        Ok(())
+    }),
+    grad: Some(zero_grads),
+    ..OpDef::BASE
+};

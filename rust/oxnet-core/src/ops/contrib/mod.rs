@@ -27,6 +27,7 @@ pub static OPS: &[&OpDef] = &[
     &bbox::BOX_ENCODE,
     &bbox::BOX_DECODE,
     &bbox::MULTIBOX_PRIOR,
+    &bbox::MULTIBOX_DETECTION,
 ];
 
 /// Zero gradients for every input (MXNet's `MakeZeroGradNodes`): autograd
