@@ -220,3 +220,23 @@ def test_multibox_detection_matches_mxnet():
         c.MultiBoxDetection(cp, loc, mx.nd.ones((1, 3, 4)))
     with pytest.raises(ValueError, match="variances"):
         c.MultiBoxDetection(cp, loc, anchor, variances=(0.1, 0.2))
+
+
+def test_multibox_target_matches_mxnet():
+    rs = np.random.RandomState(3)
+    xy = rs.uniform(0, 0.6, (1, 12, 2))
+    anchor = mx.nd.array(np.concatenate([xy, xy + rs.uniform(0.1, 0.4, (1, 12, 2))], -1))
+    label = mx.nd.array([[[1, 0.1, 0.1, 0.4, 0.4], [2, 0.5, 0.4, 0.8, 0.9], [-1] * 5, [-1] * 5]])
+    cls = mx.nd.array(rs.uniform(-2, 2, (1, 3, 12)))
+    # MXNet 1.9.1's cls_target (minimum_negative_samples has no effect there)
+    for kw, want in (({}, [0, 0, 3, 2, 0, 0, 0, 0, 0, 0, 0, 0]),
+                     ({"negative_mining_ratio": 1}, [0, -1, 3, 2, -1, 0, -1, -1, -1, -1, -1, -1]),
+                     ({"negative_mining_ratio": 1.6}, [0, -1, 3, 2, -1, 0, -1, -1, -1, -1, -1, 0]),
+                     ({"negative_mining_ratio": 1, "minimum_negative_samples": 5, "ignore_label": -2},
+                      [0, -2, 3, 2, -2, 0, -2, -2, -2, -2, -2, -2]),
+                     ({"overlap_threshold": 0.2, "negative_mining_ratio": 1}, [0, 0, 3, 2, 2, 0, -1, -1, 0, 2, 0, 2])):
+        loc, mask, cls_t = c.MultiBoxTarget(anchor, label, cls, **kw)
+        assert_almost_equal(cls_t, np.array([want], np.float32))
+    assert_almost_equal(mask[0, ::4], np.array([0, 0, 1, 1, 1, 0, 0, 0, 0, 1, 0, 1], np.float32))
+    with pytest.raises(ValueError, match="_contrib_MultiBoxTarget: expected anchor"):
+        c.MultiBoxTarget(anchor, label, mx.nd.ones((1, 3, 5)))

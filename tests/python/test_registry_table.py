@@ -1413,6 +1413,69 @@ TABLE.update({
 })
 
 
+def _multibox_target(anchor, label, cls_pred, overlap_threshold=0.5, ignore_label=-1.0, negative_mining_ratio=-1.0,
+                     negative_mining_thresh=0.5, minimum_negative_samples=0, variances=(0.1, 0.1, 0.2, 0.2)):
+    anchors = anchor[0]
+    a_n = len(anchors)
+    b_n = len(label)
+    loc, mask, cls = np.zeros((b_n, a_n, 4)), np.zeros((b_n, a_n, 4)), np.full((b_n, a_n), ignore_label)
+    for b in range(b_n):
+        gts = []
+        for row in label[b]:
+            if row[0] == -1:
+                break
+            gts.append(row)
+        if not gts:
+            continue
+        ov = np.array([[_iou_one(a, g[1:5]) for g in gts] for a in anchors])
+        match = -np.ones(a_n, int)
+        free = ov.copy()
+        while free.max() > 1e-6:  # greedy bipartite: best remaining (anchor, gt) pair
+            a, g = np.unravel_index(free.argmax(), free.shape)
+            match[a] = g
+            free[a, :], free[:, g] = 0, 0
+        if overlap_threshold > 0:
+            extra = (match < 0) & (ov.max(axis=1) > overlap_threshold)
+            match[extra] = ov.argmax(axis=1)[extra]
+        pos = match >= 0
+        neg = ~pos
+        if negative_mining_ratio > 0:
+            e = np.exp(cls_pred[b] - cls_pred[b].max(axis=0))
+            bg = e[0] / e.sum(axis=0)
+            cand = [a for a in np.argsort(bg, kind="stable") if not pos[a] and ov[a].max() < negative_mining_thresh]
+            neg = np.zeros(a_n, bool)
+            neg[cand[:int(pos.sum() * negative_mining_ratio)]] = True
+        cls[b, neg] = 0
+        for a in np.flatnonzero(pos):
+            g = gts[match[a]]
+            ac, gc = _center(anchors[a]), _center(g[1:5])
+            loc[b, a] = np.concatenate([(gc[:2] - ac[:2]) / ac[2:], np.log(gc[2:] / ac[2:])]) / variances
+            mask[b, a] = 1
+            cls[b, a] = g[0] + 1
+    return [loc.reshape(b_n, -1), mask.reshape(b_n, -1), cls]
+
+
+_rs_mbt = np.random.RandomState(3)
+_xy = _rs_mbt.uniform(0, 0.6, (1, 12, 2))
+_MBT = [A(np.concatenate([_xy, _xy + _rs_mbt.uniform(0.1, 0.4, (1, 12, 2))], -1)),
+        A([[[1, 0.1, 0.1, 0.4, 0.4], [2, 0.5, 0.4, 0.8, 0.9], [-1] * 5, [-1] * 5],
+           [[0, 0.2, 0.2, 0.5, 0.6], [-1] * 5, [3, 0.1, 0.1, 0.4, 0.4], [-1] * 5]]),
+        A(_rs_mbt.uniform(-2, 2, (2, 3, 12)))]
+
+TABLE.update({
+    "_contrib_MultiBoxTarget": [
+        ref(_MBT, _multibox_target, grad=False, id="default"),
+        ref(_MBT, _multibox_target, {"overlap_threshold": 0.2, "variances": (0.2, 0.1, 0.3, 0.4)}, grad=False,
+            id="threshold_variances"),
+        ref(_MBT, _multibox_target, {"negative_mining_ratio": 1.6}, grad=False, id="mining"),
+        ref(_MBT, _multibox_target, {"negative_mining_ratio": 2, "negative_mining_thresh": 0.2, "ignore_label": -2},
+            grad=False, id="mining_thresh"),
+        ref([_MBT[0], -np.ones((2, 2, 5), np.float32), _MBT[2]], _multibox_target, grad=False, id="no_ground_truth"),
+        _zero_grad_check("_contrib_MultiBoxTarget", _MBT, {}, wrt=2),
+    ],
+})
+
+
 def test_aliases_resolve_to_entries():
     """Every registered name (aliases included) reaches a table entry, and
     the public ones are callable as mx.nd functions."""

@@ -886,3 +886,195 @@ pub static MULTIBOX_DETECTION: OpDef = OpDef {
     grad: Some(zero_grads),
     ..OpDef::BASE
 };
+
+// ---------------------------------------------------------------------------
+// MultiBoxTarget
+// ---------------------------------------------------------------------------
+
+struct Target {
+    overlap: f64,
+    ignore: f64,
+    ratio: f64,
+    mining_thresh: f64,
+    var: [f64; 4],
+}
+
+pub static MULTIBOX_TARGET: OpDef = OpDef {
+    name: "_contrib_MultiBoxTarget",
+    doc: "Training targets for multibox detection. anchor (1, A, 4) corner boxes, label (B, L, W >= 5) rows \
+          [class, xmin, ymin, xmax, ymax, ...] ending at the first row whose class is -1, cls_pred (B, C, A) \
+          class scores (used for negative mining). Anchors are matched greedily to ground truths by highest \
+          IoU (each ground truth gets its best free anchor), then every other anchor whose best IoU exceeds \
+          overlap_threshold matches its best ground truth. Matched anchors are positive: cls_target = class + \
+          1, loc_target = the box_encode offsets divided by variances, loc_mask = 1. Without mining \
+          (negative_mining_ratio <= 0) all other anchors are negatives (cls_target 0); with it, only the \
+          int(positives * negative_mining_ratio) unmatched anchors whose best IoU is below \
+          negative_mining_thresh and whose softmax background probability is lowest are negatives, the rest \
+          get ignore_label. A sample without ground truth gets ignore_label everywhere. \
+          minimum_negative_samples is accepted and, as in MXNet 1.9.1's CPU kernel, has no effect; when \
+          fewer anchors qualify than the ratio asks, all of them are negatives (MXNet raises). Returns \
+          loc_target (B, A * 4), loc_mask (B, A * 4), cls_target (B, A). Zero gradients.",
+    inputs: &["anchor", "label", "cls_pred"],
+    num_outputs: |_| 3,
+    parse: |a| {
+        let op = "_contrib_MultiBoxTarget";
+        let p = a.p(op);
+        p.i64("minimum_negative_samples", 0)?;
+        Ok(Box::new(Target {
+            overlap: p.f64("overlap_threshold", 0.5)?,
+            ignore: p.f64("ignore_label", -1.0)?,
+            ratio: p.f64("negative_mining_ratio", -1.0)?,
+            mining_thresh: p.f64("negative_mining_thresh", 0.5)?,
+            var: variances(op, a)?,
+        }) as Params)
+    },
+    infer_shape: |_, ins, outs| {
+        if let (Some(an), Some(l), Some(cp)) = (&ins[0], &ins[1], &ins[2]) {
+            let ok = an.len() == 3
+                && an[0] == 1
+                && an[2] == 4
+                && l.len() == 3
+                && l[2] >= 5
+                && cp.len() == 3
+                && cp[0] == l[0]
+                && cp[2] == an[1];
+            if !ok {
+                return Err(Error::Shape(format!(
+                    "_contrib_MultiBoxTarget: expected anchor (1, A, 4), label (B, L, W >= 5), cls_pred (B, C, \
+                     A); got anchor {}, label {}, cls_pred {}",
+                    fmt_shape(an),
+                    fmt_shape(l),
+                    fmt_shape(cp)
+                )));
+            }
+            let (b, a) = (l[0], an[1]);
+            outs[0] = Some(vec![b, a * 4]);
+            outs[1] = Some(vec![b, a * 4]);
+            outs[2] = Some(vec![b, a]);
+        }
+        Ok(())
+    },
+    infer_type: |c, ins, outs| {
+        let mut o = [None];
+        infer_float_same(c, ins, &mut o)?;
+        for x in outs.iter_mut() {
+            *x = ins[0];
+        }
+        Ok(())
+    },
+    cpu: Some(|c, i, o, _| {
+        let p = c.p::<Target>();
+        let (an, lab, cp) = (to_f64_vec(&i[0]), to_f64_vec(&i[1]), to_f64_vec(&i[2]));
+        let na = i[0].shape[1];
+        let (bn, nl, lw) = (i[1].shape[0], i[1].shape[1], i[1].shape[2]);
+        let nc = i[2].shape[1];
+        let anchors: Vec<[f64; 4]> = an.chunks(4).map(|b| [b[0], b[1], b[2], b[3]]).collect();
+        let mut loc = vec![0f64; bn * na * 4];
+        let mut mask = vec![0f64; bn * na * 4];
+        let mut cls = vec![p.ignore; bn * na];
+        for b in 0..bn {
+            let rows = &lab[b * nl * lw..(b + 1) * nl * lw];
+            let ng = (0..nl).take_while(|&g| rows[g * lw] != -1.0).count();
+            if ng == 0 {
+                continue;
+            }
+            let gts: Vec<[f64; 4]> = (0..ng)
+                .map(|g| {
+                    let r = &rows[g * lw + 1..g * lw + 5];
+                    [r[0], r[1], r[2], r[3]]
+                })
+                .collect();
+            let ov: Vec<f64> = anchors
+                .iter()
+                .flat_map(|a| gts.iter().map(move |g| iou(a, g)))
+                .collect();
+            // -1: unassigned, 1: positive, 0: negative
+            let mut flag = vec![-1i8; na];
+            let mut matched = vec![usize::MAX; na];
+            let mut gt_done = vec![false; ng];
+            loop {
+                let mut best = (1e-6, usize::MAX, usize::MAX);
+                for a in 0..na {
+                    if flag[a] == 1 {
+                        continue;
+                    }
+                    for (g, &done) in gt_done.iter().enumerate() {
+                        if !done && ov[a * ng + g] > best.0 {
+                            best = (ov[a * ng + g], a, g);
+                        }
+                    }
+                }
+                if best.1 == usize::MAX {
+                    break;
+                }
+                flag[best.1] = 1;
+                matched[best.1] = best.2;
+                gt_done[best.2] = true;
+            }
+            let best_gt = |a: usize| -> (f64, usize) {
+                (0..ng).fold((-1.0, 0), |m, g| {
+                    if ov[a * ng + g] > m.0 {
+                        (ov[a * ng + g], g)
+                    } else {
+                        m
+                    }
+                })
+            };
+            if p.overlap > 0.0 {
+                for a in 0..na {
+                    let (v, g) = best_gt(a);
+                    if flag[a] != 1 && v > p.overlap {
+                        flag[a] = 1;
+                        matched[a] = g;
+                    }
+                }
+            }
+            if p.ratio > 0.0 {
+                let npos = flag.iter().filter(|&&f| f == 1).count();
+                let nneg = ((npos as f64 * p.ratio) as usize).min(na - npos);
+                let mut cand: Vec<(f64, usize)> = (0..na)
+                    .filter(|&a| flag[a] != 1 && best_gt(a).0 < p.mining_thresh)
+                    .map(|a| {
+                        let s: Vec<f64> = (0..nc).map(|k| cp[(b * nc + k) * na + a]).collect();
+                        let m = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                        let z: f64 = s.iter().map(|v| (v - m).exp()).sum();
+                        ((s[0] - m).exp() / z, a)
+                    })
+                    .collect();
+                cand.sort_by(|x, y| x.0.partial_cmp(&y.0).unwrap_or(std::cmp::Ordering::Equal));
+                for &(_, a) in cand.iter().take(nneg) {
+                    flag[a] = 0;
+                }
+            } else {
+                flag.iter_mut().filter(|f| **f != 1).for_each(|f| *f = 0);
+            }
+            for a in 0..na {
+                let f = b * na + a;
+                match flag[a] {
+                    1 => {
+                        let g = matched[a];
+                        cls[f] = rows[g * lw] + 1.0;
+                        let ac = center_of(&anchors[a]);
+                        let gc = center_of(&gts[g]);
+                        let t = [
+                            (gc[0] - ac[0]) / ac[2] / p.var[0],
+                            (gc[1] - ac[1]) / ac[3] / p.var[1],
+                            (gc[2] / ac[2]).ln() / p.var[2],
+                            (gc[3] / ac[3]).ln() / p.var[3],
+                        ];
+                        loc[f * 4..f * 4 + 4].copy_from_slice(&t);
+                        mask[f * 4..f * 4 + 4].fill(1.0);
+                    }
+                    0 => cls[f] = 0.0,
+                    _ => {}
+                }
+            }
+        }
+        write_f64(&o[0], &loc);
+        write_f64(&o[1], &mask);
+        write_f64(&o[2], &cls);
+        Ok(())
+    }),
+    grad: Some(zero_grads),
+    ..OpDef::BASE
+};

@@ -28,6 +28,7 @@ pub static OPS: &[&OpDef] = &[
     &bbox::BOX_DECODE,
     &bbox::MULTIBOX_PRIOR,
     &bbox::MULTIBOX_DETECTION,
+    &bbox::MULTIBOX_TARGET,
 ];
 
 /// Zero gradients for every input (MXNet's `MakeZeroGradNodes`): autograd
