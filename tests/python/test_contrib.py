@@ -240,3 +240,52 @@ def test_multibox_target_matches_mxnet():
     assert_almost_equal(mask[0, ::4], np.array([0, 0, 1, 1, 1, 0, 0, 0, 0, 1, 0, 1], np.float32))
     with pytest.raises(ValueError, match="_contrib_MultiBoxTarget: expected anchor"):
         c.MultiBoxTarget(anchor, label, mx.nd.ones((1, 3, 5)))
+
+
+def test_bilinear_resize_matches_mxnet():
+    x = mx.nd.array(np.arange(12).reshape(1, 1, 3, 4))
+    # MXNet 1.9.1
+    assert_almost_equal(c.BilinearResize2D(x, height=5, width=3, align_corners=False)[0, 0],
+                        np.array([[0.16667, 1.5, 2.83333], [1.76667, 3.1, 4.43333], [4.16667, 5.5, 6.83333],
+                                  [6.56667, 7.9, 9.23333], [8.16667, 9.5, 10.83333]], np.float32), rtol=1e-4)
+    assert_almost_equal(c.BilinearResize2D(x, height=1, width=1, align_corners=False), np.zeros((1, 1, 1, 1)))
+    x.attach_grad()
+    with mx.autograd.record():
+        y = c.BilinearResize2D(x, height=5, width=3, align_corners=False)
+    y.backward(mx.nd.array(np.arange(15).reshape(1, 1, 5, 3)))
+    assert_almost_equal(x.grad[0, 0], np.array([[1.5, 2, 2.53333, 4.16667], [9, 8.1, 8.7, 12],
+                                                [14.5, 12.4, 12.93333, 17.16667]], np.float32), rtol=1e-4)
+    shapes = {"to_even_down": (4, 4), "to_even_up": (6, 4), "to_odd_down": (5, 3), "to_odd_up": (5, 5)}
+    for mode, hw in shapes.items():
+        assert c.BilinearResize2D(mx.nd.ones((1, 1, 5, 4)), mode=mode).shape == (1, 1) + hw
+    assert c.BilinearResize2D(mx.nd.ones((1, 1, 5, 4)), scale_height=0.7, scale_width=1.3).shape == (1, 1, 3, 5)
+    assert c.BilinearResize2D(mx.nd.ones((1, 1, 4, 7)), mode="odd_scale", scale_height=0.3,
+                              scale_width=1.7).shape == (1, 1, 1, 11)
+    assert c.BilinearResize2D(mx.nd.ones((1, 1, 4, 7)), mx.nd.ones((2, 3, 2, 9)), mode="like").shape == (1, 1, 2, 9)
+
+
+def test_bilinear_resize_errors():
+    x = mx.nd.ones((1, 1, 3, 4))
+    with pytest.raises(ValueError, match="scale_height and scale_width must be given together"):
+        c.BilinearResize2D(x, height=3, width=6, scale_height=2.0)
+    with pytest.raises(ValueError, match=r"output size \(0, 2\)"):
+        c.BilinearResize2D(x, height=0, width=2)
+    with pytest.raises(ValueError, match="4-D"):
+        c.BilinearResize2D(mx.nd.ones((3, 4)), height=2, width=2)
+    with pytest.raises(ValueError, match="mode"):
+        c.BilinearResize2D(x, mode="bicubic")
+    with pytest.raises(ValueError, match="like"):
+        c.BilinearResize2D(x, mode="like")
+
+
+def test_adaptive_avg_pooling_matches_mxnet():
+    x = mx.nd.array(np.arange(35).reshape(1, 1, 5, 7))
+    assert_almost_equal(c.AdaptiveAvgPooling2D(x), np.array([[[[17]]]], np.float32))
+    assert_almost_equal(c.AdaptiveAvgPooling2D(x, output_size=3)[0, 0],
+                        np.array([[4.5, 6.5, 8.5], [15, 17, 19], [25.5, 27.5, 29.5]], np.float32))
+    assert_almost_equal(c.AdaptiveAvgPooling2D(x, output_size=(2, 4))[0, 0],
+                        np.array([[7.5, 9, 11, 12.5], [21.5, 23, 25, 26.5]], np.float32))
+    with pytest.raises(ValueError, match="output_size"):
+        c.AdaptiveAvgPooling2D(x, output_size=(1, 2, 3))
+    with pytest.raises(ValueError, match="4-D"):
+        c.AdaptiveAvgPooling2D(mx.nd.ones((2, 3, 4)))

@@ -1476,6 +1476,73 @@ TABLE.update({
 })
 
 
+def _resize_axis(n_in, n_out, align):
+    """Interpolation matrix (n_out, n_in) along one axis, MXNet 1.9.1's convention."""
+    r = 0.0 if n_out <= 1 else ((n_in - 1) / (n_out - 1) if align else n_in / n_out)
+    m = np.zeros((n_out, n_in))
+    for o in range(n_out):
+        src = r * o if align else max(r * (o + 0.5) - 0.5, 0.0)
+        lo = min(int(np.floor(src)), n_in - 1)
+        hi = min(lo + 1, n_in - 1)
+        m[o, lo] += 1 - (src - lo)
+        m[o, hi] += src - lo
+    return m
+
+
+def _bilinear_resize(x, like=None, height=1, width=1, scale_height=None, scale_width=None, mode="size",
+                     align_corners=True):
+    h, w = x.shape[2:]
+    if mode == "like":
+        oh, ow = like.shape[2:]
+    elif mode == "odd_scale":
+        oh, ow = [int((n - 1) * s + 1) if n % 2 else int(n * s) for n, s in ((h, scale_height), (w, scale_width))]
+    elif mode.startswith("to_"):
+        want_odd, up = "odd" in mode, mode.endswith("up")
+        oh, ow = [n if (n % 2 == 1) == want_odd else (n + 1 if up else n - 1) for n in (h, w)]
+    elif scale_height is not None:
+        oh, ow = int(h * scale_height), int(w * scale_width)
+    else:
+        oh, ow = height, width
+    mh, mw = _resize_axis(h, oh, align_corners), _resize_axis(w, ow, align_corners)
+    return np.einsum("oh,nchw,pw->ncop", mh, x, mw)
+
+
+def _adaptive_avg(x, output_size=1):
+    oh, ow = (output_size, output_size) if np.isscalar(output_size) else output_size
+    h, w = x.shape[2:]
+    out = np.zeros(x.shape[:2] + (oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            hs, he = i * h // oh, -(-(i + 1) * h // oh)
+            ws, we = j * w // ow, -(-(j + 1) * w // ow)
+            out[:, :, i, j] = x[:, :, hs:he, ws:we].mean(axis=(2, 3))
+    return out
+
+
+TABLE.update({
+    "_contrib_BilinearResize2D": [
+        ref([U(2, 2, 3, 4)], _bilinear_resize, {"height": 5, "width": 3}, id="align_corners"),
+        ref([U(1, 2, 3, 4)], _bilinear_resize, {"height": 5, "width": 7, "align_corners": False}, id="half_pixel"),
+        ref([U(1, 1, 5, 6)], _bilinear_resize, {"height": 2, "width": 4, "align_corners": False}, id="down"),
+        ref([U(1, 1, 5, 4)], _bilinear_resize, {"scale_height": 1.5, "scale_width": 0.5}, id="scale"),
+        ref([U(1, 1, 5, 4)], _bilinear_resize, {"mode": "odd_scale", "scale_height": 2.0, "scale_width": 0.5},
+            id="odd_scale"),
+        ref([U(1, 1, 5, 4), U(2, 3, 2, 6)], _bilinear_resize, {"mode": "like"}, wrt=[0], id="like"),
+        ref([U(1, 1, 5, 4)], _bilinear_resize, {"mode": "to_even_up"}, id="to_even_up"),
+        ref([U(1, 1, 5, 4)], _bilinear_resize, {"mode": "to_odd_down", "align_corners": False}, id="to_odd_down"),
+        ref([U(1, 2, 3, 4)], _bilinear_resize, {"height": 1, "width": 1, "align_corners": False}, id="one_pixel"),
+    ],
+    "_backward_contrib_BilinearResize2D": [via("_contrib_BilinearResize2D")],
+    "_contrib_AdaptiveAvgPooling2D": [
+        ref([U(2, 2, 5, 7)], _adaptive_avg, id="default"),
+        ref([U(1, 2, 5, 7)], _adaptive_avg, {"output_size": 3}, id="square"),
+        ref([U(1, 2, 5, 7)], _adaptive_avg, {"output_size": (2, 4)}, id="pair"),
+        ref([U(1, 1, 3, 2)], _adaptive_avg, {"output_size": (4, 5)}, id="up"),
+    ],
+    "_backward_contrib_AdaptiveAvgPooling2D": [via("_contrib_AdaptiveAvgPooling2D")],
+})
+
+
 def test_aliases_resolve_to_entries():
     """Every registered name (aliases included) reaches a table entry, and
     the public ones are callable as mx.nd functions."""

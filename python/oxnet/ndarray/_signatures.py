@@ -42,6 +42,8 @@ ARGS = {
     'SoftmaxOutput': ('data', 'label', 'grad_scale', 'ignore_label', 'multi_output', 'use_ignore', 'preserve_shape', 'normalization', 'out_grad', 'smooth_alpha'),
     'SpatialTransformer': ('data', 'loc', 'target_shape', 'transform_type', 'sampler_type', 'cudnn_off'),
     'SwapAxis': ('data', 'dim1', 'dim2'),
+    '_contrib_AdaptiveAvgPooling2D': ('data', 'output_size'),
+    '_contrib_BilinearResize2D': ('data', 'like', 'height', 'width', 'scale_height', 'scale_width', 'mode', 'align_corners'),
     '_contrib_CTCLoss': ('data', 'label', 'data_lengths', 'label_lengths', 'use_data_lengths', 'use_label_lengths', 'blank_label'),
     '_contrib_MultiBoxDetection': ('cls_prob', 'loc_pred', 'anchor', 'clip', 'threshold', 'background_id', 'nms_threshold', 'force_suppress', 'variances', 'nms_topk'),
     '_contrib_MultiBoxPrior': ('data', 'sizes', 'ratios', 'clip', 'steps', 'offsets'),

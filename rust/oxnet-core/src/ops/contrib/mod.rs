@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::ndarray::Blob;
 
 pub mod bbox;
+pub mod resize;
 
 pub static OPS: &[&OpDef] = &[
     &ARANGE_LIKE,
@@ -29,6 +30,10 @@ pub static OPS: &[&OpDef] = &[
     &bbox::MULTIBOX_PRIOR,
     &bbox::MULTIBOX_DETECTION,
     &bbox::MULTIBOX_TARGET,
+    &resize::BILINEAR_RESIZE_2D,
+    &resize::BACKWARD_BILINEAR_RESIZE_2D,
+    &resize::ADAPTIVE_AVG_POOLING_2D,
+    &resize::BACKWARD_ADAPTIVE_AVG_POOLING_2D,
 ];
 
 /// Zero gradients for every input (MXNet's `MakeZeroGradNodes`): autograd
