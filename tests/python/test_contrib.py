@@ -289,3 +289,42 @@ def test_adaptive_avg_pooling_matches_mxnet():
         c.AdaptiveAvgPooling2D(x, output_size=(1, 2, 3))
     with pytest.raises(ValueError, match="4-D"):
         c.AdaptiveAvgPooling2D(mx.nd.ones((2, 3, 4)))
+
+
+def test_roi_align_matches_mxnet():
+    rs = np.random.RandomState(0)
+    x = mx.nd.array(rs.uniform(-1, 1, (2, 8, 6, 7)))
+    rois = mx.nd.array([[0, 0.5, 1, 4.3, 5.2], [1, -2, -1, 3, 2.5], [1, 2, 2, 2.2, 2.1], [0, 5, 4, 9, 8],
+                        [0, 1, 1, 20, 20]])
+    y = c.ROIAlign(x, rois, pooled_size=(2, 3), spatial_scale=1.0)
+    # MXNet 1.9.1
+    want = np.array([[[-0.26797, -0.13139, 0.33856], [-0.0063, 0.14032, 0.22707]],
+                     [[-0.27414, -0.33377, -0.11589], [-0.11472, -0.25764, -0.26322]],
+                     [[0.0796, -0.0088, -0.09721], [0.46413, 0.09276, -0.27861]],
+                     [[-0.28221, -0.16753, 0], [0, 0, 0]], [[0.07015, 0, 0], [0, 0, 0]]], np.float32)
+    assert_almost_equal(y[:, 0], want, rtol=1e-3, atol=1e-5)
+    y = c.ROIAlign(x, rois, pooled_size=(1, 1), spatial_scale=1.0, sample_ratio=3, aligned=True)
+    assert_almost_equal(y[:, 0, 0, 0], np.array([0.0308, -0.21042, -0.37089, -0.1428, 0.0067], np.float32),
+                        rtol=1e-3, atol=1e-5)
+
+
+def test_roi_align_negative_batch_index_gives_zeros():
+    # documented MXNet behaviour (MXNet 1.9.1's CPU kernel zeroes output element r instead and leaves the
+    # roi's block unset)
+    x = mx.nd.ones((1, 2, 4, 4))
+    y = c.ROIAlign(x, mx.nd.array([[0, 0, 0, 2, 2], [-1, 0, 0, 2, 2]]), pooled_size=(2, 2), spatial_scale=1.0)
+    assert_almost_equal(y[0], np.ones((2, 2, 2), np.float32))
+    assert_almost_equal(y[1], np.zeros((2, 2, 2), np.float32))
+
+
+def test_roi_align_errors():
+    x = mx.nd.ones((1, 6, 4, 4))
+    r = mx.nd.array([[0, 0, 0, 2, 2]])
+    with pytest.raises(ValueError, match="pooled_size"):
+        c.ROIAlign(x, r, spatial_scale=1.0)
+    with pytest.raises(ValueError, match="multiple of pooled_size"):
+        c.ROIAlign(x, r, pooled_size=(2, 2), spatial_scale=1.0, position_sensitive=True)
+    with pytest.raises(ValueError, match=r"rois shape \(1, 4\)"):
+        c.ROIAlign(x, mx.nd.ones((1, 4)), pooled_size=(2, 2), spatial_scale=1.0)
+    with pytest.raises(IndexError, match="batch_index 3"):
+        c.ROIAlign(x, mx.nd.array([[3, 0, 0, 2, 2]]), pooled_size=(2, 2), spatial_scale=1.0).asnumpy()

@@ -1543,6 +1543,62 @@ TABLE.update({
 })
 
 
+def _roi_align(x, rois, pooled_size, spatial_scale, sample_ratio=-1, position_sensitive=False, aligned=False):
+    n, c, h, w = x.shape
+    ph, pw = pooled_size
+    oc = c // (ph * pw) if position_sensitive else c
+    out = np.zeros((len(rois), oc, ph, pw))
+
+    def sample(plane, y, xx):
+        if y < -1 or y > h or xx < -1 or xx > w:
+            return 0.0
+        y, xx = max(y, 0.0), max(xx, 0.0)
+        y0, x0 = min(int(y), h - 1), min(int(xx), w - 1)
+        y = y0 if y0 == h - 1 else y
+        xx = x0 if x0 == w - 1 else xx
+        y1, x1 = min(y0 + 1, h - 1), min(x0 + 1, w - 1)
+        ly, lx = y - y0, xx - x0
+        return ((1 - ly) * (1 - lx) * plane[y0, x0] + (1 - ly) * lx * plane[y0, x1]
+                + ly * (1 - lx) * plane[y1, x0] + ly * lx * plane[y1, x1])
+
+    off = 0.5 if aligned else 0.0
+    for r, roi in enumerate(rois):
+        if roi[0] < 0:
+            continue  # documented: output 0 (MXNet 1.9.1 zeroes output element r instead)
+        b = int(roi[0])
+        x1, y1, x2, y2 = roi[1:] * spatial_scale - off
+        rw, rh = (x2 - x1, y2 - y1) if aligned else (max(x2 - x1, 1.0), max(y2 - y1, 1.0))
+        bh, bw = rh / ph, rw / pw
+        gh = sample_ratio if sample_ratio > 0 else int(np.ceil(rh / ph))
+        gw = sample_ratio if sample_ratio > 0 else int(np.ceil(rw / pw))
+        for i in range(ph):
+            for j in range(pw):
+                for ch in range(oc):
+                    ic = (ch * ph + i) * pw + j if position_sensitive else ch
+                    acc = sum(sample(x[b, ic], y1 + i * bh + (iy + 0.5) * bh / gh, x1 + j * bw + (ix + 0.5) * bw / gw)
+                              for iy in range(gh) for ix in range(gw))
+                    out[r, ch, i, j] = acc / max(gh * gw, 1)
+    return out
+
+
+_ROIS = A([[0, 0.5, 1, 4.3, 5.2], [1, -2, -1, 3, 2.5], [1, 2, 2, 2.2, 2.1], [-1, 0, 0, 3, 3], [0, 5, 4, 9, 8],
+           [0, 1, 1, 20, 20]])
+
+TABLE.update({
+    # rois inside, partly and fully outside, smaller than a pixel, with batch index -1
+    "_contrib_ROIAlign": [
+        ref([U(2, 3, 6, 7), _ROIS], _roi_align, {"pooled_size": (2, 3), "spatial_scale": 1.0}, wrt=[0], id="adaptive"),
+        ref([U(2, 2, 6, 7), _ROIS], _roi_align, {"pooled_size": (2, 2), "spatial_scale": 0.5, "sample_ratio": 2},
+            wrt=[0], id="sample_ratio"),
+        ref([U(2, 2, 6, 7), _ROIS], _roi_align, {"pooled_size": (3, 2), "spatial_scale": 0.8, "aligned": True},
+            wrt=[0], id="aligned"),
+        ref([U(2, 8, 6, 7), _ROIS], _roi_align, {"pooled_size": (2, 2), "spatial_scale": 1.0,
+                                                 "position_sensitive": True}, wrt=[0], id="position_sensitive"),
+    ],
+    "_backward_contrib_ROIAlign": [via("_contrib_ROIAlign")],
+})
+
+
 def test_aliases_resolve_to_entries():
     """Every registered name (aliases included) reaches a table entry, and
     the public ones are callable as mx.nd functions."""

@@ -48,6 +48,7 @@ ARGS = {
     '_contrib_MultiBoxDetection': ('cls_prob', 'loc_pred', 'anchor', 'clip', 'threshold', 'background_id', 'nms_threshold', 'force_suppress', 'variances', 'nms_topk'),
     '_contrib_MultiBoxPrior': ('data', 'sizes', 'ratios', 'clip', 'steps', 'offsets'),
     '_contrib_MultiBoxTarget': ('anchor', 'label', 'cls_pred', 'overlap_threshold', 'ignore_label', 'negative_mining_ratio', 'negative_mining_thresh', 'minimum_negative_samples', 'variances'),
+    '_contrib_ROIAlign': ('data', 'rois', 'pooled_size', 'spatial_scale', 'sample_ratio', 'position_sensitive', 'aligned'),
     '_contrib_allclose': ('a', 'b', 'rtol', 'atol', 'equal_nan'),
     '_contrib_arange_like': ('data', 'start', 'step', 'repeat', 'ctx', 'axis'),
     '_contrib_bipartite_matching': ('data', 'is_ascend', 'threshold', 'topk'),

@@ -10,6 +10,7 @@ use crate::ndarray::Blob;
 
 pub mod bbox;
 pub mod resize;
+pub mod roi_align;
 
 pub static OPS: &[&OpDef] = &[
     &ARANGE_LIKE,
@@ -34,6 +35,8 @@ pub static OPS: &[&OpDef] = &[
     &resize::BACKWARD_BILINEAR_RESIZE_2D,
     &resize::ADAPTIVE_AVG_POOLING_2D,
     &resize::BACKWARD_ADAPTIVE_AVG_POOLING_2D,
+    &roi_align::ROI_ALIGN,
+    &roi_align::BACKWARD_ROI_ALIGN,
 ];
 
 /// Zero gradients for every input (MXNet's `MakeZeroGradNodes`): autograd
