@@ -328,3 +328,26 @@ def test_roi_align_errors():
         c.ROIAlign(x, mx.nd.ones((1, 4)), pooled_size=(2, 2), spatial_scale=1.0)
     with pytest.raises(IndexError, match="batch_index 3"):
         c.ROIAlign(x, mx.nd.array([[3, 0, 0, 2, 2]]), pooled_size=(2, 2), spatial_scale=1.0).asnumpy()
+
+
+def test_interleaved_attention_against_mxnet_composition():
+    # MXNet 1.9.1 equals the documented reshape / transpose / batch_dot composition exactly (checked
+    # side by side); here the same composition in oxnet's own operators
+    rs = np.random.RandomState(0)
+    L, B, H, D = 3, 2, 2, 4
+    qkv = mx.nd.array(rs.uniform(-1, 1, (L, B, H * 3 * D)))
+    tmp = qkv.reshape((L, B, H, 3, D))
+    proj = [mx.nd.transpose(tmp[:, :, :, i, :], axes=(1, 2, 0, 3)).reshape((B * H, L, D)) for i in range(3)]
+    want = mx.nd.batch_dot(c.div_sqrt_dim(proj[0]), proj[1], transpose_b=True)
+    assert_almost_equal(c.interleaved_matmul_selfatt_qk(qkv, heads=H), want, rtol=1e-5, atol=1e-6)
+    att = mx.nd.array(rs.uniform(-1, 1, (B * H, L, L)))
+    out = mx.nd.batch_dot(att, proj[2]).reshape((B, H, L, D)).transpose((2, 0, 1, 3)).reshape((L, B, H * D))
+    assert_almost_equal(c.interleaved_matmul_selfatt_valatt(qkv, att, heads=H), out, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match=r"queries_keys_values shape \(3, 2, 10\)"):
+        c.interleaved_matmul_selfatt_qk(mx.nd.ones((3, 2, 10)), heads=2)
+    with pytest.raises(ValueError, match=r"attention shape \(4, 3, 2\)"):
+        c.interleaved_matmul_selfatt_valatt(qkv, mx.nd.ones((4, 3, 2)), heads=2)
+    with pytest.raises(ValueError, match="heads"):
+        c.interleaved_matmul_encdec_qk(mx.nd.ones((3, 2, 8)), mx.nd.ones((5, 2, 16)))
+    with pytest.raises(ValueError, match="batch size"):
+        c.interleaved_matmul_encdec_qk(mx.nd.ones((3, 2, 8)), mx.nd.ones((5, 3, 16)), heads=2)

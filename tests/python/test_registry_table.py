@@ -1599,6 +1599,58 @@ TABLE.update({
 })
 
 
+def _heads_split(x, heads, parts, part):
+    """(L, B, heads * parts * D) -> the part-th projection as (B * heads, L, D)."""
+    seq, b = x.shape[:2]
+    t = x.reshape(seq, b, heads, parts, -1)[:, :, :, part]
+    return t.transpose(1, 2, 0, 3).reshape(b * heads, seq, -1)
+
+
+def _heads_merge(y, heads):
+    """(B * heads, L, D) -> (L, B, heads * D)."""
+    bh, seq, d = y.shape
+    return y.reshape(bh // heads, heads, seq, d).transpose(2, 0, 1, 3).reshape(seq, bh // heads, heads * d)
+
+
+def _selfatt_qk(qkv, heads):
+    q, k = _heads_split(qkv, heads, 3, 0), _heads_split(qkv, heads, 3, 1)
+    return q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[-1])
+
+
+def _selfatt_valatt(qkv, att, heads):
+    return _heads_merge(att @ _heads_split(qkv, heads, 3, 2), heads)
+
+
+def _encdec_qk(q, kv, heads):
+    q, k = _heads_split(q, heads, 1, 0), _heads_split(kv, heads, 2, 0)
+    return q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[-1])
+
+
+def _encdec_valatt(kv, att, heads):
+    return _heads_merge(att @ _heads_split(kv, heads, 2, 1), heads)
+
+
+TABLE.update({
+    "_contrib_interleaved_matmul_selfatt_qk": [
+        ref([U(3, 2, 2 * 3 * 4)], _selfatt_qk, {"heads": 2}, id="heads2"),
+        ref([U(4, 1, 3 * 2)], _selfatt_qk, {"heads": 1}, id="heads1"),
+    ],
+    "_contrib_interleaved_matmul_selfatt_valatt": [
+        ref([U(3, 2, 2 * 3 * 4), U(4, 3, 3)], _selfatt_valatt, {"heads": 2}, id="heads2"),
+    ],
+    "_contrib_interleaved_matmul_encdec_qk": [
+        ref([U(3, 2, 2 * 4), U(5, 2, 2 * 2 * 4)], _encdec_qk, {"heads": 2}, id="heads2"),
+    ],
+    "_contrib_interleaved_matmul_encdec_valatt": [
+        ref([U(5, 2, 2 * 2 * 4), U(4, 3, 5)], _encdec_valatt, {"heads": 2}, id="heads2"),
+    ],
+    "_backward_interleaved_matmul_selfatt_qk": [via("_contrib_interleaved_matmul_selfatt_qk")],
+    "_backward_interleaved_matmul_selfatt_valatt": [via("_contrib_interleaved_matmul_selfatt_valatt")],
+    "_backward_interleaved_matmul_encdec_qk": [via("_contrib_interleaved_matmul_encdec_qk")],
+    "_backward_interleaved_matmul_encdec_valatt": [via("_contrib_interleaved_matmul_encdec_valatt")],
+})
+
+
 def test_aliases_resolve_to_entries():
     """Every registered name (aliases included) reaches a table entry, and
     the public ones are callable as mx.nd functions."""

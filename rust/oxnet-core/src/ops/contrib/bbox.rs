@@ -175,7 +175,7 @@ fn nms_check(op: &str, p: &Nms, s: &[usize]) -> Result<()> {
 fn nms_rows(p: &Nms, x: &[f64], s: &[usize]) -> Vec<Vec<usize>> {
     let k = s[s.len() - 1];
     let n = s[s.len() - 2];
-    let batches = if n * k == 0 { 0 } else { x.len() / (n * k) };
+    let batches = x.len().checked_div(n * k).unwrap_or(0);
     (0..batches)
         .map(|b| {
             let row = |r: usize| &x[(b * n + r) * k..(b * n + r + 1) * k];
@@ -380,7 +380,7 @@ pub static BIPARTITE_MATCHING: OpDef = OpDef {
         let s = &i[0].shape;
         let (n, m) = (s[s.len() - 2], s[s.len() - 1]);
         let x = to_f64_vec(&i[0]);
-        let batches = if n * m == 0 { 0 } else { x.len() / (n * m) };
+        let batches = x.len().checked_div(n * m).unwrap_or(0);
         let mut rows = vec![-1f64; batches * n];
         let mut cols = vec![-1f64; batches * m];
         for b in 0..batches {

@@ -8,6 +8,7 @@ use crate::base::{fmt_shape, shape::norm_axis, DType};
 use crate::error::{Error, Result};
 use crate::ndarray::Blob;
 
+pub mod attention;
 pub mod bbox;
 pub mod resize;
 pub mod roi_align;
@@ -37,6 +38,14 @@ pub static OPS: &[&OpDef] = &[
     &resize::BACKWARD_ADAPTIVE_AVG_POOLING_2D,
     &roi_align::ROI_ALIGN,
     &roi_align::BACKWARD_ROI_ALIGN,
+    &attention::SELFATT_QK,
+    &attention::BACKWARD_SELFATT_QK,
+    &attention::SELFATT_VALATT,
+    &attention::BACKWARD_SELFATT_VALATT,
+    &attention::ENCDEC_QK,
+    &attention::BACKWARD_ENCDEC_QK,
+    &attention::ENCDEC_VALATT,
+    &attention::BACKWARD_ENCDEC_VALATT,
 ];
 
 /// Zero gradients for every input (MXNet's `MakeZeroGradNodes`): autograd

@@ -54,7 +54,7 @@ fn out_shape(op: &str, p: &RoiAlign, d: &[usize], r: &[usize]) -> Result<Vec<usi
     }
     let (ph, pw) = p.pooled;
     let c = if p.position_sensitive {
-        if d[1] % (ph * pw) != 0 {
+        if !d[1].is_multiple_of(ph * pw) {
             return Err(Error::Shape(format!(
                 "{op}: with position_sensitive the channels of data shape {} must be a multiple of \
                  pooled_size h * w = {}",
