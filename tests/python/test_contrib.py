@@ -351,3 +351,67 @@ def test_interleaved_attention_against_mxnet_composition():
         c.interleaved_matmul_encdec_qk(mx.nd.ones((3, 2, 8)), mx.nd.ones((5, 2, 16)))
     with pytest.raises(ValueError, match="batch size"):
         c.interleaved_matmul_encdec_qk(mx.nd.ones((3, 2, 8)), mx.nd.ones((5, 3, 16)), heads=2)
+
+
+def test_foreach_matches_mxnet():
+    data = mx.nd.arange(6).reshape((2, 3))
+    outs, states = c.foreach(lambda d, st: (d + st[0], [st[0] * 2]), data, [mx.nd.ones(3)])
+    assert_almost_equal(outs, np.array([[1, 2, 3], [5, 6, 7]], np.float32))
+    assert isinstance(states, list) and len(states) == 1
+    assert_almost_equal(states[0], np.full(3, 4, np.float32))
+    # a list of data gives a list of slices; an NDArray state stays an NDArray; list outputs stay lists
+    outs, states = c.foreach(lambda d, st: ([d[0] * 2, d[1] + st], st + 1), [data, data * 10], mx.nd.zeros(3))
+    assert_almost_equal(outs[0], np.array([[0, 2, 4], [6, 8, 10]], np.float32))
+    assert_almost_equal(outs[1], np.array([[0, 10, 20], [31, 41, 51]], np.float32))
+    assert_almost_equal(states, np.full(3, 2, np.float32))
+    # gradients flow through the steps (MXNet 1.9.1: [15, 6])
+    x = mx.nd.array([1.0, 2.0])
+    x.attach_grad()
+    with mx.autograd.record():
+        o, s = c.foreach(lambda d, st: (d * st[0], [st[0] * d]), x, [mx.nd.array([3.0])])
+        loss = o.sum() + s[0].sum()
+    loss.backward()
+    assert_almost_equal(x.grad, np.array([15, 6], np.float32))
+    with pytest.raises(ValueError, match="length"):
+        c.foreach(lambda d, st: (d, st), [mx.nd.ones((2, 3)), mx.nd.ones((3, 3))], [])
+
+
+def test_while_loop_matches_mxnet():
+    loop_vars = (mx.nd.array([0], dtype="int64"), mx.nd.array([1], dtype="int64"))
+    outputs, states = c.while_loop(lambda i, s: i <= 5, lambda i, s: ([i + s], [i + 1, s + i]), loop_vars,
+                                   max_iterations=10)
+    # MXNet 1.9.1: 10 rows, the first 6 defined (oxnet pads with zeros)
+    assert outputs[0].shape == (10, 1) and outputs[0].dtype == np.int64
+    assert outputs[0].asnumpy()[:6, 0].tolist() == [1, 2, 4, 7, 11, 16]
+    assert outputs[0].asnumpy()[6:].tolist() == [[0]] * 4
+    assert [int(v.asnumpy()[0]) for v in states] == [6, 16]
+    outputs, states = c.while_loop(lambda i, s: i <= 5, lambda i, s: ([i + s], [i + 1, s + i]), loop_vars,
+                                   max_iterations=3)
+    assert outputs[0].asnumpy()[:, 0].tolist() == [1, 2, 4] and int(states[1].asnumpy()[0]) == 4
+    # single NDArrays in, single NDArrays out; no step: no outputs
+    outputs, states = c.while_loop(lambda i: i < 3, lambda i: (i * 2, i + 1), mx.nd.array([0]), max_iterations=4)
+    assert_almost_equal(outputs, np.array([[0], [2], [4], [0]], np.float32))
+    assert_almost_equal(states, np.array([3], np.float32))
+    outputs, states = c.while_loop(lambda i: i < 0, lambda i: (i * 2, i + 1), mx.nd.array([0]), max_iterations=4)
+    assert outputs == [] and float(states.asnumpy()[0]) == 0
+    with pytest.raises(ValueError, match="max_iterations should be specified"):
+        c.while_loop(lambda i: i < 3, lambda i: (i, i + 1), mx.nd.array([0]))
+    # gradients (MXNet 1.9.1: [9, 22])
+    x = mx.nd.array([1.0, 2.0])
+    x.attach_grad()
+    with mx.autograd.record():
+        o, s = c.while_loop(lambda i, v: i < 3, lambda i, v: (v * 2, [i + 1, v * x]),
+                            [mx.nd.array([0.0]), mx.nd.array([1.0, 1.0])], max_iterations=5)
+        loss = o.sum() + s[1].sum()
+    loss.backward()
+    assert_almost_equal(x.grad, np.array([9, 22], np.float32))
+
+
+def test_cond_matches_mxnet():
+    a, b = mx.nd.array([1]), mx.nd.array([2])
+    assert_almost_equal(c.cond(a * b < 5, lambda: (a + 5) * (b + 5), lambda: (a - 5) * (b - 5)),
+                        np.array([42], np.float32))
+    out = c.cond(a * b > 5, lambda: [a + 5, b], lambda: [a - 5, b * 2])
+    assert [float(v.asnumpy()[0]) for v in out] == [-4, 4]
+    with pytest.raises(ValueError, match="one element"):
+        c.cond(mx.nd.array([1, 0]), lambda: a, lambda: b)

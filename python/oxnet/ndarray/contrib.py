@@ -4,9 +4,11 @@ registers as ``_contrib_<name>``, under their short names, e.g.
 is an alias of a public operator resolves to that operator's function (same
 argument order and checks).
 
-Python-level functions (as in MXNet): ``isinf``, ``isfinite``, ``isnan`` and
+Python-level functions (as in MXNet): ``isinf``, ``isfinite``, ``isnan``,
 ``boolean_mask`` (whose output shape depends on the mask's values, so it
-reads the mask and then selects with ``take``)."""
+reads the mask and then selects with ``take``) and the imperative control
+flow ``foreach``, ``while_loop`` and ``cond`` (plain Python loops and
+branches over NDArrays; autograd records the operators they run)."""
 import numpy as _np
 
 from .. import _native
@@ -14,7 +16,7 @@ from ..base import ShapeError
 from . import op
 
 _PREFIX = "_contrib_"
-_PYTHON = ("boolean_mask", "isfinite", "isinf", "isnan")
+_PYTHON = ("boolean_mask", "cond", "foreach", "isfinite", "isinf", "isnan", "while_loop")
 
 
 def isinf(data):
@@ -64,6 +66,124 @@ def boolean_mask(data, index, axis=0, out=None, name=None):
         )
     rows = _np.flatnonzero(index.asnumpy()).astype(_np.int64)
     return take(data, array(rows, ctx=data.context, dtype="int64"), axis=ax, out=out)
+
+
+def _is_nd(x):
+    from .ndarray import NDArray
+
+    return isinstance(x, NDArray)
+
+
+def _stack_steps(steps):
+    """Stack per-step results (NDArrays or nested lists of them, one
+    structure for every step) along a new axis 0, keeping the structure."""
+    from . import stack
+
+    first = steps[0]
+    if _is_nd(first):
+        return stack(*steps, axis=0)
+    return [_stack_steps([s[i] for s in steps]) for i in range(len(first))]
+
+
+def _map_nd(fn, x):
+    if _is_nd(x):
+        return fn(x)
+    return [_map_nd(fn, v) for v in x]
+
+
+def _check_structure(what, a, b):
+    if _is_nd(a) != _is_nd(b) or (not _is_nd(a) and len(a) != len(b)):
+        raise ValueError(f"{what}: the step returned a different structure than the first step")
+    if not _is_nd(a):
+        for u, v in zip(a, b):
+            _check_structure(what, u, v)
+
+
+def foreach(body, data, init_states):
+    """Run ``body`` over the slices of ``data`` along axis 0 (MXNet's
+    imperative ``contrib.foreach``).
+
+    body : function ``(data_slice, states) -> (out, new_states)``; the slice is
+    an NDArray when ``data`` is one, else a list with one slice per array.
+    data : NDArray or list of NDArrays (one length along axis 0).
+    init_states : NDArray or nested lists of NDArrays, passed to the first step.
+    Returns ``(outputs, states)``: every step's ``out`` stacked along a new
+    axis 0 (same structure as ``out``) and the states of the last step."""
+    single = _is_nd(data)
+    arrays = [data] if single else list(data)
+    if not arrays or not all(_is_nd(a) for a in arrays):
+        raise TypeError("foreach: data must be an NDArray or a non-empty list of NDArrays")
+    n = arrays[0].shape[0]
+    if any(a.shape[0] != n for a in arrays):
+        raise ValueError(f"foreach: the arrays of data differ in length along axis 0: {[a.shape for a in arrays]}")
+    states = init_states
+    outs = []
+    for i in range(n):
+        eles = arrays[0][i] if single else [a[i] for a in arrays]
+        out, states = body(eles, states)
+        if outs:
+            _check_structure("foreach", outs[0], out)
+        outs.append(out)
+    if not outs:
+        raise ValueError("foreach: data has length 0 along axis 0, so the outputs' shape is unknown")
+    return _stack_steps(outs), states
+
+
+def while_loop(cond, func, loop_vars, max_iterations=None):
+    """Run ``func`` while ``cond`` holds, at most ``max_iterations`` times
+    (MXNet's imperative ``contrib.while_loop``).
+
+    cond : function ``(*loop_vars) -> NDArray`` with one element (non-zero
+    continues). func : function ``(*loop_vars) -> (step_output,
+    new_loop_vars)``; step_output is an NDArray or a (nested) list of them
+    with one shape per step, new_loop_vars matches loop_vars. loop_vars : an
+    NDArray or a list of NDArrays. max_iterations : int, required.
+    Returns ``(outputs, states)``: the step outputs stacked along axis 0 and
+    padded to ``max_iterations`` rows (MXNet leaves the padding undefined;
+    oxnet fills zeros), ``[]`` when no step ran; and the final loop variables
+    (an NDArray when loop_vars is one)."""
+    from . import concat, zeros
+
+    if max_iterations is None:
+        raise ValueError("max_iterations should be specified")
+    max_iterations = int(max_iterations)
+    single = _is_nd(loop_vars)
+    lv = [loop_vars] if single else list(loop_vars)
+
+    def pred(vs):
+        p = cond(*vs)
+        if not _is_nd(p) or p.size != 1:
+            raise ValueError("while_loop: cond must return an NDArray with one element")
+        return bool(p.asnumpy().reshape(-1)[0])
+
+    steps = []
+    while len(steps) < max_iterations and pred(lv):
+        out, new = func(*lv)
+        new = [new] if _is_nd(new) else list(new)
+        if len(new) != len(lv):
+            raise ValueError(f"while_loop: func returned {len(new)} loop variable(s), loop_vars has {len(lv)}")
+        if steps:
+            _check_structure("while_loop", steps[0], out)
+        steps.append(out)
+        lv = new
+    states = lv[0] if single else lv
+    if not steps or (not _is_nd(steps[0]) and len(steps[0]) == 0):
+        return [], states
+    stacked = _stack_steps(steps)
+    pad = max_iterations - len(steps)
+    if pad:
+        stacked = _map_nd(lambda a: concat(a, zeros((pad,) + a.shape[1:], ctx=a.context, dtype=a.dtype), dim=0),
+                          stacked)
+    return stacked, states
+
+
+def cond(pred, then_func, else_func):
+    """Run ``then_func()`` when the one-element NDArray ``pred`` is non-zero,
+    else ``else_func()`` (MXNet's imperative ``contrib.cond``); returns that
+    function's result (an NDArray or nested lists of NDArrays)."""
+    if not _is_nd(pred) or pred.size != 1:
+        raise ValueError("cond: pred must be an NDArray with one element")
+    return then_func() if pred.asnumpy().reshape(-1)[0] != 0 else else_func()
 
 
 def __getattr__(name):
