@@ -483,3 +483,92 @@ pub static SIGN_STE: OpDef = OpDef {
     grad: Some(|_, _, _, _, g| Ok(vec![Some(g[0])])),
     ..OpDef::BASE
 };
+
+#[cfg(test)]
+mod tests {
+    use crate::ops::matrix::testutil::*;
+    use crate::ops::registry::call;
+
+    #[test]
+    fn box_nms_layout_and_gradient() {
+        // MXNet 1.9.1's documented behaviour: kept rows by descending score, then -1 rows
+        let x = [
+            0.0, 0.5, 0.1, 0.1, 0.2, 0.2, //
+            1.0, 0.4, 0.1, 0.1, 0.2, 0.2, //
+            0.0, 0.3, 0.1, 0.1, 0.14, 0.14, //
+            2.0, 0.6, 0.5, 0.5, 0.7, 0.8, //
+            1.0, 0.9, 0.11, 0.1, 0.2, 0.21,
+        ];
+        let y = call("_contrib_box_nms", &[], &[arr(&x, &[5, 6])]).unwrap();
+        let y = y[0].to_vec::<f64>().unwrap();
+        assert_eq!(&y[..6], &x[24..30]);
+        assert_eq!(&y[6..12], &x[18..24]);
+        assert_eq!(&y[12..18], &x[12..18]);
+        assert!(y[18..].iter().all(|&v| v == -1.0));
+        check_grad("_contrib_box_nms", &[], &[(x.to_vec(), vec![5, 6])], &[0]);
+    }
+
+    #[test]
+    fn resize_pool_roi_attention_gradients() {
+        let img = (vals(2 * 2 * 4 * 5, 3), vec![2, 2, 4, 5]);
+        for align in ["True", "False"] {
+            check_grad(
+                "_contrib_BilinearResize2D",
+                &[("height", "3"), ("width", "7"), ("align_corners", align)],
+                std::slice::from_ref(&img),
+                &[0],
+            );
+        }
+        check_grad(
+            "_contrib_AdaptiveAvgPooling2D",
+            &[("output_size", "(3, 2)")],
+            std::slice::from_ref(&img),
+            &[0],
+        );
+        let rois = vec![0.0, 0.5, 0.2, 3.1, 2.8, 1.0, -1.0, 0.0, 2.0, 5.0];
+        check_grad(
+            "_contrib_ROIAlign",
+            &[("pooled_size", "(2, 2)"), ("spatial_scale", "1.0")],
+            &[img.clone(), (rois, vec![2, 5])],
+            &[0],
+        );
+        check_grad(
+            "_contrib_interleaved_matmul_selfatt_valatt",
+            &[("heads", "2")],
+            &[
+                (vals(3 * 2 * 12, 4), vec![3, 2, 12]),
+                (vals(4 * 3 * 3, 5), vec![4, 3, 3]),
+            ],
+            &[0, 1],
+        );
+        check_grad(
+            "_contrib_interleaved_matmul_encdec_qk",
+            &[("heads", "2")],
+            &[
+                (vals(3 * 2 * 4, 6), vec![3, 2, 4]),
+                (vals(5 * 2 * 8, 7), vec![5, 2, 8]),
+            ],
+            &[0, 1],
+        );
+    }
+
+    #[test]
+    fn small_operator_gradients() {
+        check_grad(
+            "_contrib_quadratic",
+            &[("a", "1.5"), ("b", "-2"), ("c", "0.5")],
+            &[(vals(6, 8), vec![2, 3])],
+            &[0],
+        );
+        check_grad(
+            "_contrib_index_copy",
+            &[],
+            &[
+                (vals(8, 9), vec![4, 2]),
+                (vec![3.0, 0.0], vec![2]),
+                (vals(4, 10), vec![2, 2]),
+            ],
+            &[0, 2],
+        );
+    }
+}
