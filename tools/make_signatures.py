@@ -22,10 +22,11 @@ import mxnet as mx
 # documentation omits them): oxnet accepts them by keyword only, as MXNet does.
 HIDDEN = {"linalg_potrf": ("lower",), "linalg_potri": ("lower",)}
 
-names = sorted(n for n in open(sys.argv[1]).read().split() if not n.startswith("_"))
+names = sorted(n for n in open(sys.argv[1]).read().split() if not n.startswith("_") or n.startswith("_contrib_"))
 table = {}
 for n in names:
-    f = getattr(mx.nd, n, None)
+    # _contrib_<name> is mx.nd.contrib.<name> in MXNet
+    f = getattr(mx.nd.contrib, n[9:], None) if n.startswith("_contrib_") else getattr(mx.nd, n, None)
     if f is None:
         continue
     try:

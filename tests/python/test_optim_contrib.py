@@ -219,7 +219,7 @@ def test_errors():
                                                        learning_rates=(0.1,), wds=(0,)))
     _err(ValueError, "weights32",
          lambda: mx.nd.contrib.multi_mp_lamb_update([w], [g], [m], [v], [], step_count=(1,), lrs=(0.1,), wds=(0,)))
-    _err(ValueError, "_contrib_group_adagrad_update: unknown argument 'wd'",
+    _err(TypeError, "_contrib_group_adagrad_update: unknown argument(s) 'wd'",
          lambda: mx.nd.contrib.group_adagrad_update(w, g, mx.nd.ones((2, 1)), lr=0.1, wd=0.1))
     _err(mx.base.MXNetError, "_contrib_group_adagrad_update: history has shape (2, 3), expected one value per row",
          lambda: mx.nd.contrib.group_adagrad_update(w, g, mx.nd.ones((2, 3)), lr=0.1))

@@ -1931,6 +1931,545 @@ TABLE.update({
 })
 
 
+# mx.nd.contrib operators (feat-contrib): _contrib_<name>, see also test_contrib.py.
+def _ste_check(name, fwd):
+    def check():
+        x = A([[-1.7, -0.2, 0.0], [0.4, 1.2, 2.6]])
+        out, g = _head_grad(name, [x], {})
+        assert_almost_equal(out, fwd(x))
+        assert_almost_equal(g, np.full(x.shape, 7.0, np.float32))  # straight through
+    return prop(check, id="straight_through")
+
+
+def _gradmul_check():
+    x = U(2, 3)
+    out, g = _head_grad("_contrib_gradientmultiplier", [x], {"scalar": -2.5})
+    assert_almost_equal(out, x)
+    assert_almost_equal(g, np.full(x.shape, -17.5, np.float32))
+
+
+def _index_copy(old, idx, new):
+    out = old.copy()
+    out[idx.astype(int)] = new
+    return out
+
+
+def _index_array(x, axes=None):
+    grids = np.indices(x.shape)
+    axes = range(x.ndim) if axes is None else axes
+    return np.stack([grids[a] for a in axes], axis=-1)
+
+
+def _allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=True):
+    return np.array(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan), dtype=np.uint8)
+
+
+TABLE.update({
+    "_contrib_arange_like": [
+        ref([U(2, 3)], lambda x: np.arange(6.0).reshape(2, 3), id="default"),
+        ref([U(3, 4)], lambda x, **k: 1.5 + 0.5 * (np.arange(12) // 5).reshape(3, 4),
+            {"start": 1.5, "step": 0.5, "repeat": 5}, id="start_step_repeat"),
+        ref([U(2, 5)], lambda x, **k: -1.0 + 2 * (np.arange(5) // 2), {"start": -1, "step": 2, "repeat": 2, "axis": -1},
+            id="axis"),
+        ref([A([[1, 2], [3, 4]], np.int32)], lambda x, **k: np.arange(4).reshape(2, 2), grad=False, id="int32"),
+    ],
+    "_contrib_index_copy": [
+        ref([U(5, 3), A([0, 4, 2]), U(3, 3)], _index_copy, wrt=[0, 2], id="rows"),
+        ref([U(4), A([3, 1]), U(2)], _index_copy, wrt=[0, 2], id="vector"),
+    ],
+    "_contrib_index_array": [
+        ref([U(3, 2)], _index_array, grad=False, odt=np.int64, id="all_axes"),
+        ref([U(3, 2, 2)], _index_array, {"axes": (1, 0)}, grad=False, odt=np.int64, id="axes"),
+        ref([U(2, 3, 4)], lambda x, axes: _index_array(x, [2]), {"axes": (-1,)}, grad=False, odt=np.int64,
+            id="negative_axis"),
+    ],
+    "_contrib_div_sqrt_dim": [ref([U(2, 3, 5)], lambda x: x / np.sqrt(5.0))],
+    "_contrib_quadratic": [
+        ref([U(3, 4)], lambda x, a, b, c: a * x * x + b * x + c, {"a": 1.5, "b": -2.0, "c": 0.5}, id="abc"),
+        ref([U(3)], lambda x: 0 * x, id="defaults"),
+    ],
+    "_contrib_allclose": [
+        ref([A([1e10, 1e-7]), A([1.00001e10, 1e-8])], _allclose, grad=False, odt=np.uint8, id="false"),
+        ref([A([1e10, 1e-8]), A([1.00001e10, 1e-9])], _allclose, grad=False, odt=np.uint8, id="true"),
+        ref([A([1.0, np.nan, np.inf]), A([1.0, np.nan, np.inf])], _allclose, grad=False, odt=np.uint8, id="nan_inf"),
+        ref([A([1.0, np.nan]), A([1.0, np.nan])], _allclose, {"equal_nan": False}, grad=False, odt=np.uint8,
+            id="nan_unequal"),
+        ref([A([1.0, 2.0]), A([1.1, 2.0])], _allclose, {"rtol": 0.1, "atol": 0.0}, grad=False, odt=np.uint8,
+            id="tolerances"),
+    ],
+    "_contrib_gradientmultiplier": [
+        ref([U(2, 3)], lambda x, **k: x, {"scalar": 3.0}, grad=False, id="identity"),
+        prop(_gradmul_check, id="scaled_gradient"),
+    ],
+    "_contrib_round_ste": [
+        ref([A([-2.5, -1.4, -0.5, 0.0, 0.5, 1.5, 2.4])], _round_away, grad=False, id="half_away_from_zero"),
+        _ste_check("_contrib_round_ste", _round_away),
+    ],
+    "_contrib_sign_ste": [
+        ref([A([-2.5, -0.1, 0.0, 0.3])], np.sign, grad=False, id="sign"),
+        _ste_check("_contrib_sign_ste", np.sign),
+    ],
+})
+
+
+def _corner(b, corner=True):
+    if corner:
+        return b
+    return np.concatenate([b[..., :2] - b[..., 2:] / 2, b[..., :2] + b[..., 2:] / 2], axis=-1)
+
+
+def _iou_one(a, b):
+    w = max(min(a[2], b[2]) - max(a[0], b[0]), 0.0)
+    h = max(min(a[3], b[3]) - max(a[1], b[1]), 0.0)
+
+    def area(x):
+        return 0.0 if x[2] < x[0] or x[3] < x[1] else (x[2] - x[0]) * (x[3] - x[1])
+    u = area(a) + area(b) - w * h
+    return w * h / u if u > 0 else 0.0
+
+
+def _box_iou(lhs, rhs, format="corner"):
+    a, b = _corner(lhs, format == "corner").reshape(-1, 4), _corner(rhs, format == "corner").reshape(-1, 4)
+    out = np.array([[_iou_one(x, y) for y in b] for x in a])
+    return out.reshape(lhs.shape[:-1] + rhs.shape[:-1])
+
+
+def _box_nms(data, overlap_thresh=0.5, valid_thresh=0.0, topk=-1, coord_start=2, score_index=1, id_index=-1,
+             background_id=-1, force_suppress=False, in_format="corner", out_format="corner"):
+    flat = data.reshape(-1, data.shape[-2], data.shape[-1])
+    out = -np.ones_like(flat)
+    cs = slice(coord_start, coord_start + 4)
+    for b, rows in enumerate(flat):
+        cand = [r for r in range(len(rows)) if rows[r, score_index] > valid_thresh
+                and not (id_index >= 0 and background_id >= 0 and rows[r, id_index] == background_id)]
+        cand = sorted(cand, key=lambda r: -rows[r, score_index])
+        cand = cand[:topk] if topk > 0 else cand
+        kept = []
+        for r in cand:
+            box = _corner(rows[r, cs], in_format == "corner")
+            if all(not ((force_suppress or id_index < 0 or rows[k, id_index] == rows[r, id_index])
+                        and _iou_one(_corner(rows[k, cs], in_format == "corner"), box) > overlap_thresh)
+                   for k in kept):
+                kept.append(r)
+        for q, r in enumerate(kept):
+            out[b, q] = rows[r]
+            c = _corner(rows[r, cs], in_format == "corner")
+            if out_format == "corner":
+                out[b, q, cs] = c
+            else:
+                out[b, q, cs] = np.concatenate([(c[:2] + c[2:]) / 2, c[2:] - c[:2]])
+    return out.reshape(data.shape)
+
+
+def _bipartite(data, threshold, is_ascend=False, topk=-1):
+    n, m = data.shape[-2:]
+    flat = data.reshape(-1, n, m)
+    rows, cols = -np.ones(flat.shape[:2]), -np.ones((flat.shape[0], m))
+    for b, sc in enumerate(flat):
+        order = sorted(range(n * m), key=lambda f: sc.flat[f] if is_ascend else -sc.flat[f])
+        count = 0
+        for f in order:
+            r, c = divmod(f, m)
+            if rows[b, r] != -1 or cols[b, c] != -1:
+                continue
+            if topk > 0 and count > topk:  # MXNet 1.9.1 stops after topk + 1 matches
+                break
+            if (sc.flat[f] > threshold) if is_ascend else (sc.flat[f] < threshold):
+                break
+            rows[b, r], cols[b, c] = c, r
+            count += 1
+    return [rows.reshape(data.shape[:-1]), cols.reshape(data.shape[:-2] + (m,))]
+
+
+def _center(b):
+    return np.concatenate([(b[..., :2] + b[..., 2:]) / 2, b[..., 2:] - b[..., :2]], axis=-1)
+
+
+def _box_encode(samples, matches, anchors, refs, means, stds):
+    g = np.stack([refs[b][matches[b].astype(int)] for b in range(len(refs))])
+    a, r = _center(anchors), _center(g)
+    t = np.concatenate([(r[..., :2] - a[..., :2]) / a[..., 2:], np.log(r[..., 2:] / a[..., 2:])], axis=-1)
+    pos = (samples > 0.5)[..., None]
+    return [np.where(pos, (t - means) / stds, 0.0), np.where(pos, 1.0, 0.0) + 0 * t]
+
+
+def _box_decode(data, anchors, std0=1.0, std1=1.0, std2=1.0, std3=1.0, clip=-1.0, format="center"):
+    a = _center(anchors) if format == "corner" else anchors
+    x = data[..., 0] * std0 * a[..., 2] + a[..., 0]
+    y = data[..., 1] * std1 * a[..., 3] + a[..., 1]
+    dw, dh = data[..., 2] * std2, data[..., 3] * std3
+    if clip > 0:
+        dw, dh = np.minimum(dw, clip), np.minimum(dh, clip)
+    w, h = np.exp(dw) * a[..., 2] / 2, np.exp(dh) * a[..., 3] / 2
+    return np.stack([x - w, y - h, x + w, y + h], axis=-1)
+
+
+def _multibox_prior(data, sizes=(1.0,), ratios=(1.0,), clip=False, steps=(-1.0, -1.0), offsets=(0.5, 0.5)):
+    h, w = data.shape[2:]
+    sy = steps[0] if steps[0] > 0 else 1.0 / h
+    sx = steps[1] if steps[1] > 0 else 1.0 / w
+    shapes = [(s, ratios[0]) for s in sizes] + [(sizes[0], r) for r in ratios[1:]]
+    out = []
+    for i in range(h):
+        for j in range(w):
+            cy, cx = (i + offsets[0]) * sy, (j + offsets[1]) * sx
+            for s, r in shapes:
+                hw, hh = s * h / w * np.sqrt(r) / 2, s / np.sqrt(r) / 2
+                out.append([cx - hw, cy - hh, cx + hw, cy + hh])
+    out = np.array(out)[None]
+    return np.clip(out, 0, 1) if clip else out
+
+
+def _zero_grad_check(name, ins, params, wrt=0):
+    def check():
+        arrs = [nd(x) for x in ins]
+        arrs[wrt].attach_grad()
+        with mx.autograd.record():
+            out = _as_list(getattr(mx.nd, name)(*arrs, **params))
+        mx.autograd.backward(out)
+        assert_almost_equal(arrs[wrt].grad, np.zeros_like(ins[wrt]))  # MXNet: zero gradients
+    return prop(check, id="zero_gradient")
+
+
+_NMS = A([[0, 0.5, 0.1, 0.1, 0.2, 0.2], [1, 0.4, 0.1, 0.1, 0.2, 0.2], [0, 0.3, 0.1, 0.1, 0.14, 0.14],
+          [2, 0.6, 0.5, 0.5, 0.7, 0.8], [0, 0.05, 0, 0, 1, 1], [1, 0.9, 0.11, 0.1, 0.2, 0.21]])
+_BOXES = np.concatenate([U(2, 3, 2, lo=0, hi=0.5), U(2, 3, 2, lo=0.5, hi=1)], axis=-1)
+_ANCHORS = A([[[0, 0, 2, 2], [1, 1, 3, 4], [0, 0, 1, 1], [2, 2, 5, 6]]])
+
+TABLE.update({
+    "_contrib_box_iou": [
+        ref([_BOXES, _BOXES[0, :2]], _box_iou, grad=False, id="corner"),
+        ref([A([[0.5, 0.5, 1, 1], [1, 1, 2, 0.5]]), A([[0.5, 0.6, 0.8, 1.1], [3, 3, 1, 1], [1.2, 1, 2, 2]])],
+            _box_iou, {"format": "center"}, grad=False, id="center"),
+        ref([A([[0, 0, 2, 2], [1, 1, 1, 1]]), A([[5, 5, 4, 4], [1, 1, 1, 1]])], _box_iou, grad=False,
+            id="degenerate"),
+        _zero_grad_check("_contrib_box_iou", [_BOXES, _BOXES], {}),
+    ],
+    # class ids are compared for equality: no numerical gradient through them (grad=False)
+    "_contrib_box_nms": [
+        ref([_NMS], _box_nms, id="default"),
+        ref([_NMS], _box_nms, {"overlap_thresh": 0.1, "valid_thresh": 0.1, "topk": 3, "id_index": 0}, grad=False, id="topk_class"),
+        ref([_NMS], _box_nms, {"overlap_thresh": 0.1, "id_index": 0, "background_id": 0}, grad=False, id="background"),
+        ref([_NMS], _box_nms, {"overlap_thresh": 0.1, "id_index": 0, "force_suppress": True}, grad=False, id="force"),
+        ref([_NMS], _box_nms, {"out_format": "center"}, grad=False, id="out_center"),
+        ref([_NMS], _box_nms, {"in_format": "center", "out_format": "center", "overlap_thresh": 0.3}, id="in_center"),
+        ref([np.stack([_NMS, _NMS[::-1] * A([1, 1, 1, 1, 1.1, 1.2])])[None]], _box_nms, {"overlap_thresh": 0.3},
+            id="batched"),
+        ref([A([[0.9, 0.1, 0.1, 0.3, 0.3, 5], [0.8, 0.12, 0.1, 0.3, 0.32, 5]])], _box_nms,
+            {"coord_start": 1, "score_index": 0, "id_index": 5}, grad=False, id="layout"),
+    ],
+    "_backward_contrib_box_nms": [via("_contrib_box_nms")],
+    "_contrib_bipartite_matching": [
+        ref([A([[0.5, 0.6], [0.1, 0.2], [0.3, 0.4]])], _bipartite, {"threshold": 1e-12}, grad=False, id="default"),
+        ref([A([[0.5, 0.6], [0.1, 0.2], [0.3, 0.4]])], _bipartite, {"threshold": 0.35, "is_ascend": True},
+            grad=False, id="ascend"),
+        ref([U(2, 4, 5, lo=0, hi=1)], _bipartite, {"threshold": 0.3}, grad=False, id="batched"),
+        ref([U(4, 4, lo=0, hi=1)], _bipartite, {"threshold": 0.0, "topk": 1}, grad=False, id="topk"),
+        _zero_grad_check("_contrib_bipartite_matching", [U(3, 4)], {"threshold": 0.1}),
+    ],
+    "_contrib_box_encode": [
+        ref([A([[1, -1, 0, 1]]), A([[0, 1, 1, 2]]), _ANCHORS, A([[[0.5, 0.2, 2, 3], [1, 1, 2, 2], [2, 1, 4, 5]]]),
+             A([0.1, 0, 0, -0.1]), A([0.1, 0.1, 0.2, 0.2])], _box_encode, grad=False, id="targets_masks"),
+        _zero_grad_check("_contrib_box_encode", [A([[1, 1]]), A([[0, 1]]), _ANCHORS[:, :2], _ANCHORS[:, 1:3],
+                                                 A([0, 0, 0, 0]), A([1, 1, 1, 1])], {}, wrt=2),
+    ],
+    "_contrib_box_decode": [
+        ref([U(2, 3, 4), A([[[0.5, 0.5, 1, 2], [0, 0, 2, 2], [1, 1, 3, 4]]])], _box_decode, grad=False, id="center"),
+        ref([U(2, 3, 4, lo=-2, hi=2), U(2, 3, 4, lo=0.5, hi=1) + A([0, 0, 1, 1])], _box_decode,
+            {"std0": 0.1, "std1": 0.2, "std2": 0.3, "std3": 0.4, "clip": 0.5, "format": "corner"}, grad=False,
+            id="corner_std_clip"),
+        _zero_grad_check("_contrib_box_decode", [U(1, 2, 4), U(1, 2, 4)], {}),
+    ],
+    "_contrib_MultiBoxPrior": [
+        ref([U(1, 3, 2, 3)], _multibox_prior, grad=False, id="default"),
+        ref([U(2, 1, 3, 4)], _multibox_prior, {"sizes": (0.5, 0.2), "ratios": (2, 1, 0.5)}, grad=False,
+            id="sizes_ratios"),
+        ref([U(1, 3, 2, 3)], _multibox_prior, {"sizes": (0.5,), "steps": (0.3, 0.2), "offsets": (0.2, 0.7),
+                                               "clip": True}, grad=False, id="steps_offsets_clip"),
+        _zero_grad_check("_contrib_MultiBoxPrior", [U(1, 2, 2, 2)], {}),
+    ],
+})
+
+
+def _multibox_detection(cls_prob, loc_pred, anchor, clip=True, threshold=0.01, nms_threshold=0.5,
+                        force_suppress=False, variances=(0.1, 0.1, 0.2, 0.2), nms_topk=-1):
+    b_n, _, a_n = cls_prob.shape
+    out = -np.ones((b_n, a_n, 6))
+    boxes = _box_decode(loc_pred.reshape(b_n, a_n, 4), _center(anchor), *variances)
+    if clip:
+        boxes = np.clip(boxes, 0, 1)
+    for b in range(b_n):
+        ids = cls_prob[b, 1:].argmax(axis=0)
+        scores = cls_prob[b, 1:].max(axis=0)
+        rows = [[ids[a], scores[a], *boxes[b, a]] for a in range(a_n) if scores[a] >= threshold]
+        keep = len(rows) if nms_topk <= 0 else min(nms_topk, len(rows))
+        for k, r in enumerate(rows):
+            out[b, k] = r
+            if k >= keep:
+                out[b, k, 0] = -1  # MXNet 1.9.1: rows beyond nms_topk stay in place with id -1
+        out[b, :keep] = sorted(rows, key=lambda r: -r[1])[:keep]
+        for u in range(keep):
+            for v in range(u + 1, keep):
+                if out[b, u, 0] >= 0 and out[b, v, 0] >= 0 and (force_suppress or out[b, u, 0] == out[b, v, 0]) \
+                        and _iou_one(out[b, u, 2:], out[b, v, 2:]) > nms_threshold:
+                    out[b, v, 0] = -1
+    return out
+
+
+_MBD = [A([[[0.1, 0.2, 0.7, 0.05], [0.6, 0.1, 0.1, 0.9], [0.3, 0.7, 0.2, 0.05]],
+           [[0.5, 0.1, 0.2, 0.3], [0.2, 0.4, 0.6, 0.3], [0.3, 0.5, 0.2, 0.4]]]),
+        U(2, 16), A([[[0.1, 0.1, 0.3, 0.3], [0.12, 0.1, 0.3, 0.32], [0.5, 0.5, 0.9, 0.8], [0.0, 0.0, 1.0, 1.0]]])]
+
+TABLE.update({
+    "_contrib_MultiBoxDetection": [
+        ref(_MBD, _multibox_detection, grad=False, id="default"),
+        ref(_MBD, _multibox_detection, {"threshold": 0.25, "clip": False, "variances": (0.2, 0.1, 0.3, 0.1)},
+            grad=False, id="threshold_variances"),
+        ref(_MBD, _multibox_detection, {"force_suppress": True, "nms_threshold": 0.3}, grad=False, id="force"),
+        ref(_MBD, _multibox_detection, {"nms_topk": 1}, grad=False, id="nms_topk"),
+        _zero_grad_check("_contrib_MultiBoxDetection", _MBD, {}, wrt=1),
+    ],
+})
+
+
+def _multibox_target(anchor, label, cls_pred, overlap_threshold=0.5, ignore_label=-1.0, negative_mining_ratio=-1.0,
+                     negative_mining_thresh=0.5, minimum_negative_samples=0, variances=(0.1, 0.1, 0.2, 0.2)):
+    anchors = anchor[0]
+    a_n = len(anchors)
+    b_n = len(label)
+    loc, mask, cls = np.zeros((b_n, a_n, 4)), np.zeros((b_n, a_n, 4)), np.full((b_n, a_n), ignore_label)
+    for b in range(b_n):
+        gts = []
+        for row in label[b]:
+            if row[0] == -1:
+                break
+            gts.append(row)
+        if not gts:
+            continue
+        ov = np.array([[_iou_one(a, g[1:5]) for g in gts] for a in anchors])
+        match = -np.ones(a_n, int)
+        free = ov.copy()
+        while free.max() > 1e-6:  # greedy bipartite: best remaining (anchor, gt) pair
+            a, g = np.unravel_index(free.argmax(), free.shape)
+            match[a] = g
+            free[a, :], free[:, g] = 0, 0
+        if overlap_threshold > 0:
+            extra = (match < 0) & (ov.max(axis=1) > overlap_threshold)
+            match[extra] = ov.argmax(axis=1)[extra]
+        pos = match >= 0
+        neg = ~pos
+        if negative_mining_ratio > 0:
+            e = np.exp(cls_pred[b] - cls_pred[b].max(axis=0))
+            bg = e[0] / e.sum(axis=0)
+            cand = [a for a in np.argsort(bg, kind="stable") if not pos[a] and ov[a].max() < negative_mining_thresh]
+            neg = np.zeros(a_n, bool)
+            neg[cand[:int(pos.sum() * negative_mining_ratio)]] = True
+        cls[b, neg] = 0
+        for a in np.flatnonzero(pos):
+            g = gts[match[a]]
+            ac, gc = _center(anchors[a]), _center(g[1:5])
+            loc[b, a] = np.concatenate([(gc[:2] - ac[:2]) / ac[2:], np.log(gc[2:] / ac[2:])]) / variances
+            mask[b, a] = 1
+            cls[b, a] = g[0] + 1
+    return [loc.reshape(b_n, -1), mask.reshape(b_n, -1), cls]
+
+
+_rs_mbt = np.random.RandomState(3)
+_xy = _rs_mbt.uniform(0, 0.6, (1, 12, 2))
+_MBT = [A(np.concatenate([_xy, _xy + _rs_mbt.uniform(0.1, 0.4, (1, 12, 2))], -1)),
+        A([[[1, 0.1, 0.1, 0.4, 0.4], [2, 0.5, 0.4, 0.8, 0.9], [-1] * 5, [-1] * 5],
+           [[0, 0.2, 0.2, 0.5, 0.6], [-1] * 5, [3, 0.1, 0.1, 0.4, 0.4], [-1] * 5]]),
+        A(_rs_mbt.uniform(-2, 2, (2, 3, 12)))]
+
+TABLE.update({
+    "_contrib_MultiBoxTarget": [
+        ref(_MBT, _multibox_target, grad=False, id="default"),
+        ref(_MBT, _multibox_target, {"overlap_threshold": 0.2, "variances": (0.2, 0.1, 0.3, 0.4)}, grad=False,
+            id="threshold_variances"),
+        ref(_MBT, _multibox_target, {"negative_mining_ratio": 1.6}, grad=False, id="mining"),
+        ref(_MBT, _multibox_target, {"negative_mining_ratio": 2, "negative_mining_thresh": 0.2, "ignore_label": -2},
+            grad=False, id="mining_thresh"),
+        ref([_MBT[0], -np.ones((2, 2, 5), np.float32), _MBT[2]], _multibox_target, grad=False, id="no_ground_truth"),
+        _zero_grad_check("_contrib_MultiBoxTarget", _MBT, {}, wrt=2),
+    ],
+})
+
+
+def _resize_axis(n_in, n_out, align):
+    """Interpolation matrix (n_out, n_in) along one axis, MXNet 1.9.1's convention."""
+    r = 0.0 if n_out <= 1 else ((n_in - 1) / (n_out - 1) if align else n_in / n_out)
+    m = np.zeros((n_out, n_in))
+    for o in range(n_out):
+        src = r * o if align else max(r * (o + 0.5) - 0.5, 0.0)
+        lo = min(int(np.floor(src)), n_in - 1)
+        hi = min(lo + 1, n_in - 1)
+        m[o, lo] += 1 - (src - lo)
+        m[o, hi] += src - lo
+    return m
+
+
+def _bilinear_resize(x, like=None, height=1, width=1, scale_height=None, scale_width=None, mode="size",
+                     align_corners=True):
+    h, w = x.shape[2:]
+    if mode == "like":
+        oh, ow = like.shape[2:]
+    elif mode == "odd_scale":
+        oh, ow = [int((n - 1) * s + 1) if n % 2 else int(n * s) for n, s in ((h, scale_height), (w, scale_width))]
+    elif mode.startswith("to_"):
+        want_odd, up = "odd" in mode, mode.endswith("up")
+        oh, ow = [n if (n % 2 == 1) == want_odd else (n + 1 if up else n - 1) for n in (h, w)]
+    elif scale_height is not None:
+        oh, ow = int(h * scale_height), int(w * scale_width)
+    else:
+        oh, ow = height, width
+    mh, mw = _resize_axis(h, oh, align_corners), _resize_axis(w, ow, align_corners)
+    return np.einsum("oh,nchw,pw->ncop", mh, x, mw)
+
+
+def _adaptive_avg(x, output_size=1):
+    oh, ow = (output_size, output_size) if np.isscalar(output_size) else output_size
+    h, w = x.shape[2:]
+    out = np.zeros(x.shape[:2] + (oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            hs, he = i * h // oh, -(-(i + 1) * h // oh)
+            ws, we = j * w // ow, -(-(j + 1) * w // ow)
+            out[:, :, i, j] = x[:, :, hs:he, ws:we].mean(axis=(2, 3))
+    return out
+
+
+TABLE.update({
+    "_contrib_BilinearResize2D": [
+        ref([U(2, 2, 3, 4)], _bilinear_resize, {"height": 5, "width": 3}, id="align_corners"),
+        ref([U(1, 2, 3, 4)], _bilinear_resize, {"height": 5, "width": 7, "align_corners": False}, id="half_pixel"),
+        ref([U(1, 1, 5, 6)], _bilinear_resize, {"height": 2, "width": 4, "align_corners": False}, id="down"),
+        ref([U(1, 1, 5, 4)], _bilinear_resize, {"scale_height": 1.5, "scale_width": 0.5}, id="scale"),
+        ref([U(1, 1, 5, 4)], _bilinear_resize, {"mode": "odd_scale", "scale_height": 2.0, "scale_width": 0.5},
+            id="odd_scale"),
+        ref([U(1, 1, 5, 4), U(2, 3, 2, 6)], _bilinear_resize, {"mode": "like"}, wrt=[0], id="like"),
+        ref([U(1, 1, 5, 4)], _bilinear_resize, {"mode": "to_even_up"}, id="to_even_up"),
+        ref([U(1, 1, 5, 4)], _bilinear_resize, {"mode": "to_odd_down", "align_corners": False}, id="to_odd_down"),
+        ref([U(1, 2, 3, 4)], _bilinear_resize, {"height": 1, "width": 1, "align_corners": False}, id="one_pixel"),
+    ],
+    "_backward_contrib_BilinearResize2D": [via("_contrib_BilinearResize2D")],
+    "_contrib_AdaptiveAvgPooling2D": [
+        ref([U(2, 2, 5, 7)], _adaptive_avg, id="default"),
+        ref([U(1, 2, 5, 7)], _adaptive_avg, {"output_size": 3}, id="square"),
+        ref([U(1, 2, 5, 7)], _adaptive_avg, {"output_size": (2, 4)}, id="pair"),
+        ref([U(1, 1, 3, 2)], _adaptive_avg, {"output_size": (4, 5)}, id="up"),
+    ],
+    "_backward_contrib_AdaptiveAvgPooling2D": [via("_contrib_AdaptiveAvgPooling2D")],
+})
+
+
+def _roi_align(x, rois, pooled_size, spatial_scale, sample_ratio=-1, position_sensitive=False, aligned=False):
+    n, c, h, w = x.shape
+    ph, pw = pooled_size
+    oc = c // (ph * pw) if position_sensitive else c
+    out = np.zeros((len(rois), oc, ph, pw))
+
+    def sample(plane, y, xx):
+        if y < -1 or y > h or xx < -1 or xx > w:
+            return 0.0
+        y, xx = max(y, 0.0), max(xx, 0.0)
+        y0, x0 = min(int(y), h - 1), min(int(xx), w - 1)
+        y = y0 if y0 == h - 1 else y
+        xx = x0 if x0 == w - 1 else xx
+        y1, x1 = min(y0 + 1, h - 1), min(x0 + 1, w - 1)
+        ly, lx = y - y0, xx - x0
+        return ((1 - ly) * (1 - lx) * plane[y0, x0] + (1 - ly) * lx * plane[y0, x1]
+                + ly * (1 - lx) * plane[y1, x0] + ly * lx * plane[y1, x1])
+
+    off = 0.5 if aligned else 0.0
+    for r, roi in enumerate(rois):
+        if roi[0] < 0:
+            continue  # documented: output 0 (MXNet 1.9.1 zeroes output element r instead)
+        b = int(roi[0])
+        x1, y1, x2, y2 = roi[1:] * spatial_scale - off
+        rw, rh = (x2 - x1, y2 - y1) if aligned else (max(x2 - x1, 1.0), max(y2 - y1, 1.0))
+        bh, bw = rh / ph, rw / pw
+        gh = sample_ratio if sample_ratio > 0 else int(np.ceil(rh / ph))
+        gw = sample_ratio if sample_ratio > 0 else int(np.ceil(rw / pw))
+        for i in range(ph):
+            for j in range(pw):
+                for ch in range(oc):
+                    ic = (ch * ph + i) * pw + j if position_sensitive else ch
+                    acc = sum(sample(x[b, ic], y1 + i * bh + (iy + 0.5) * bh / gh, x1 + j * bw + (ix + 0.5) * bw / gw)
+                              for iy in range(gh) for ix in range(gw))
+                    out[r, ch, i, j] = acc / max(gh * gw, 1)
+    return out
+
+
+_ROIS = A([[0, 0.5, 1, 4.3, 5.2], [1, -2, -1, 3, 2.5], [1, 2, 2, 2.2, 2.1], [-1, 0, 0, 3, 3], [0, 5, 4, 9, 8],
+           [0, 1, 1, 20, 20]])
+
+TABLE.update({
+    # rois inside, partly and fully outside, smaller than a pixel, with batch index -1
+    "_contrib_ROIAlign": [
+        ref([U(2, 3, 6, 7), _ROIS], _roi_align, {"pooled_size": (2, 3), "spatial_scale": 1.0}, wrt=[0], id="adaptive"),
+        ref([U(2, 2, 6, 7), _ROIS], _roi_align, {"pooled_size": (2, 2), "spatial_scale": 0.5, "sample_ratio": 2},
+            wrt=[0], id="sample_ratio"),
+        ref([U(2, 2, 6, 7), _ROIS], _roi_align, {"pooled_size": (3, 2), "spatial_scale": 0.8, "aligned": True},
+            wrt=[0], id="aligned"),
+        ref([U(2, 8, 6, 7), _ROIS], _roi_align, {"pooled_size": (2, 2), "spatial_scale": 1.0,
+                                                 "position_sensitive": True}, wrt=[0], id="position_sensitive"),
+    ],
+    "_backward_contrib_ROIAlign": [via("_contrib_ROIAlign")],
+})
+
+
+def _heads_split(x, heads, parts, part):
+    """(L, B, heads * parts * D) -> the part-th projection as (B * heads, L, D)."""
+    seq, b = x.shape[:2]
+    t = x.reshape(seq, b, heads, parts, -1)[:, :, :, part]
+    return t.transpose(1, 2, 0, 3).reshape(b * heads, seq, -1)
+
+
+def _heads_merge(y, heads):
+    """(B * heads, L, D) -> (L, B, heads * D)."""
+    bh, seq, d = y.shape
+    return y.reshape(bh // heads, heads, seq, d).transpose(2, 0, 1, 3).reshape(seq, bh // heads, heads * d)
+
+
+def _selfatt_qk(qkv, heads):
+    q, k = _heads_split(qkv, heads, 3, 0), _heads_split(qkv, heads, 3, 1)
+    return q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[-1])
+
+
+def _selfatt_valatt(qkv, att, heads):
+    return _heads_merge(att @ _heads_split(qkv, heads, 3, 2), heads)
+
+
+def _encdec_qk(q, kv, heads):
+    q, k = _heads_split(q, heads, 1, 0), _heads_split(kv, heads, 2, 0)
+    return q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[-1])
+
+
+def _encdec_valatt(kv, att, heads):
+    return _heads_merge(att @ _heads_split(kv, heads, 2, 1), heads)
+
+
+TABLE.update({
+    "_contrib_interleaved_matmul_selfatt_qk": [
+        ref([U(3, 2, 2 * 3 * 4)], _selfatt_qk, {"heads": 2}, id="heads2"),
+        ref([U(4, 1, 3 * 2)], _selfatt_qk, {"heads": 1}, id="heads1"),
+    ],
+    "_contrib_interleaved_matmul_selfatt_valatt": [
+        ref([U(3, 2, 2 * 3 * 4), U(4, 3, 3)], _selfatt_valatt, {"heads": 2}, id="heads2"),
+    ],
+    "_contrib_interleaved_matmul_encdec_qk": [
+        ref([U(3, 2, 2 * 4), U(5, 2, 2 * 2 * 4)], _encdec_qk, {"heads": 2}, id="heads2"),
+    ],
+    "_contrib_interleaved_matmul_encdec_valatt": [
+        ref([U(5, 2, 2 * 2 * 4), U(4, 3, 5)], _encdec_valatt, {"heads": 2}, id="heads2"),
+    ],
+    "_backward_interleaved_matmul_selfatt_qk": [via("_contrib_interleaved_matmul_selfatt_qk")],
+    "_backward_interleaved_matmul_selfatt_valatt": [via("_contrib_interleaved_matmul_selfatt_valatt")],
+    "_backward_interleaved_matmul_encdec_qk": [via("_contrib_interleaved_matmul_encdec_qk")],
+    "_backward_interleaved_matmul_encdec_valatt": [via("_contrib_interleaved_matmul_encdec_valatt")],
+})
+
+
 def test_aliases_resolve_to_entries():
     """Every registered name (aliases included) reaches a table entry, and
     the public ones are callable as mx.nd functions."""

@@ -4,15 +4,192 @@ registers as ``_contrib_<name>``, under their short names, e.g.
 is an alias of a public operator resolves to that operator's function (same
 argument order and checks).
 
+Python-level functions (as in MXNet): ``isinf``, ``isfinite``, ``isnan``,
+``boolean_mask`` (whose output shape depends on the mask's values, so it
+reads the mask and then selects with ``take``) and the imperative control
+flow ``foreach``, ``while_loop`` and ``cond`` (plain Python loops and
+branches over NDArrays; autograd records the operators they run).
+
 Also MXNet's Python-level contrib optimizer updates, with MXNet 1.9.1's
 signatures: ``adamw_update``, ``mp_adamw_update``, ``multi_adamw_update``,
 ``multi_mp_adamw_update`` (rescale_grad: a float or an NDArray, passed to the
 operator as a float32 array), ``multi_lamb_update``, ``multi_mp_lamb_update``
 and ``group_adagrad_update``."""
+import numpy as _np
+
 from .. import _native
+from ..base import ShapeError
 from . import op
 
 _PREFIX = "_contrib_"
+_PYTHON = ("boolean_mask", "cond", "foreach", "isfinite", "isinf", "isnan", "while_loop")
+
+
+def isinf(data):
+    """Element-wise: 1 where data is +inf or -inf, else 0, in data's dtype.
+
+    data : NDArray. Returns an NDArray of data's shape and dtype."""
+    return data.abs() == _np.inf
+
+
+def isfinite(data):
+    """Element-wise: 1 where data is neither infinite nor NaN, else 0, in
+    data's dtype.
+
+    data : NDArray. Returns an NDArray of data's shape and dtype."""
+    from . import logical_and
+
+    return logical_and(data.abs() != _np.inf, data == data)
+
+
+def isnan(data):
+    """Element-wise: 1 where data is NaN, else 0, in data's dtype.
+
+    data : NDArray. Returns an NDArray of data's shape and dtype."""
+    return data != data
+
+
+def boolean_mask(data, index, axis=0, out=None, name=None):
+    """The slices of ``data`` along ``axis`` whose entry in the 1-D ``index``
+    is non-zero, in order (MXNet's ``_contrib_boolean_mask``).
+
+    data : NDArray; index : 1-D NDArray with ``data.shape[axis]`` entries;
+    axis : int (default 0; MXNet 1.9.1 supports only 0, oxnet any axis).
+    Returns an NDArray whose ``axis`` has one entry per non-zero mask value
+    (possibly none). The output shape depends on the mask's values, so the
+    call waits for ``index``. The gradient flows to the selected slices of
+    ``data``; ``index`` gets none."""
+    from . import array, take
+
+    nd_ = data.ndim
+    if not -nd_ <= axis < nd_:
+        raise ShapeError(f"boolean_mask: axis {axis} is out of range for data of shape {data.shape}")
+    ax = axis % nd_
+    if index.ndim != 1 or index.shape[0] != data.shape[ax]:
+        raise ShapeError(
+            f"boolean_mask: index shape {index.shape} must be 1-D with data.shape[{ax}] = {data.shape[ax]} "
+            f"entries (data shape {data.shape})"
+        )
+    rows = _np.flatnonzero(index.asnumpy()).astype(_np.int64)
+    return take(data, array(rows, ctx=data.context, dtype="int64"), axis=ax, out=out)
+
+
+def _is_nd(x):
+    from .ndarray import NDArray
+
+    return isinstance(x, NDArray)
+
+
+def _stack_steps(steps):
+    """Stack per-step results (NDArrays or nested lists of them, one
+    structure for every step) along a new axis 0, keeping the structure."""
+    from . import stack
+
+    first = steps[0]
+    if _is_nd(first):
+        return stack(*steps, axis=0)
+    return [_stack_steps([s[i] for s in steps]) for i in range(len(first))]
+
+
+def _map_nd(fn, x):
+    if _is_nd(x):
+        return fn(x)
+    return [_map_nd(fn, v) for v in x]
+
+
+def _check_structure(what, a, b):
+    if _is_nd(a) != _is_nd(b) or (not _is_nd(a) and len(a) != len(b)):
+        raise ValueError(f"{what}: the step returned a different structure than the first step")
+    if not _is_nd(a):
+        for u, v in zip(a, b):
+            _check_structure(what, u, v)
+
+
+def foreach(body, data, init_states):
+    """Run ``body`` over the slices of ``data`` along axis 0 (MXNet's
+    imperative ``contrib.foreach``).
+
+    body : function ``(data_slice, states) -> (out, new_states)``; the slice is
+    an NDArray when ``data`` is one, else a list with one slice per array.
+    data : NDArray or list of NDArrays (one length along axis 0).
+    init_states : NDArray or nested lists of NDArrays, passed to the first step.
+    Returns ``(outputs, states)``: every step's ``out`` stacked along a new
+    axis 0 (same structure as ``out``) and the states of the last step."""
+    single = _is_nd(data)
+    arrays = [data] if single else list(data)
+    if not arrays or not all(_is_nd(a) for a in arrays):
+        raise TypeError("foreach: data must be an NDArray or a non-empty list of NDArrays")
+    n = arrays[0].shape[0]
+    if any(a.shape[0] != n for a in arrays):
+        raise ValueError(f"foreach: the arrays of data differ in length along axis 0: {[a.shape for a in arrays]}")
+    states = init_states
+    outs = []
+    for i in range(n):
+        eles = arrays[0][i] if single else [a[i] for a in arrays]
+        out, states = body(eles, states)
+        if outs:
+            _check_structure("foreach", outs[0], out)
+        outs.append(out)
+    if not outs:
+        raise ValueError("foreach: data has length 0 along axis 0, so the outputs' shape is unknown")
+    return _stack_steps(outs), states
+
+
+def while_loop(cond, func, loop_vars, max_iterations=None):
+    """Run ``func`` while ``cond`` holds, at most ``max_iterations`` times
+    (MXNet's imperative ``contrib.while_loop``).
+
+    cond : function ``(*loop_vars) -> NDArray`` with one element (non-zero
+    continues). func : function ``(*loop_vars) -> (step_output,
+    new_loop_vars)``; step_output is an NDArray or a (nested) list of them
+    with one shape per step, new_loop_vars matches loop_vars. loop_vars : an
+    NDArray or a list of NDArrays. max_iterations : int, required.
+    Returns ``(outputs, states)``: the step outputs stacked along axis 0 and
+    padded to ``max_iterations`` rows (MXNet leaves the padding undefined;
+    oxnet fills zeros), ``[]`` when no step ran; and the final loop variables
+    (an NDArray when loop_vars is one)."""
+    from . import concat, zeros
+
+    if max_iterations is None:
+        raise ValueError("max_iterations should be specified")
+    max_iterations = int(max_iterations)
+    single = _is_nd(loop_vars)
+    lv = [loop_vars] if single else list(loop_vars)
+
+    def pred(vs):
+        p = cond(*vs)
+        if not _is_nd(p) or p.size != 1:
+            raise ValueError("while_loop: cond must return an NDArray with one element")
+        return bool(p.asnumpy().reshape(-1)[0])
+
+    steps = []
+    while len(steps) < max_iterations and pred(lv):
+        out, new = func(*lv)
+        new = [new] if _is_nd(new) else list(new)
+        if len(new) != len(lv):
+            raise ValueError(f"while_loop: func returned {len(new)} loop variable(s), loop_vars has {len(lv)}")
+        if steps:
+            _check_structure("while_loop", steps[0], out)
+        steps.append(out)
+        lv = new
+    states = lv[0] if single else lv
+    if not steps or (not _is_nd(steps[0]) and len(steps[0]) == 0):
+        return [], states
+    stacked = _stack_steps(steps)
+    pad = max_iterations - len(steps)
+    if pad:
+        stacked = _map_nd(lambda a: concat(a, zeros((pad,) + a.shape[1:], ctx=a.context, dtype=a.dtype), dim=0),
+                          stacked)
+    return stacked, states
+
+
+def cond(pred, then_func, else_func):
+    """Run ``then_func()`` when the one-element NDArray ``pred`` is non-zero,
+    else ``else_func()`` (MXNet's imperative ``contrib.cond``); returns that
+    function's result (an NDArray or nested lists of NDArrays)."""
+    if not _is_nd(pred) or pred.size != 1:
+        raise ValueError("cond: pred must be an NDArray with one element")
+    return then_func() if pred.asnumpy().reshape(-1)[0] != 0 else else_func()
 
 
 def _rescale_array(rescale_grad, ctx):
@@ -146,5 +323,5 @@ def __getattr__(name):
 
 
 def __dir__():
-    ops = {n[len(_PREFIX):] for n in _native.op_names() if n.startswith(_PREFIX)}
-    return sorted(ops | set(_FUNCTIONS) | {k for k in globals() if not k.startswith("_")} - {"op"})
+    ops = [n[len(_PREFIX):] for n in _native.op_names() if n.startswith(_PREFIX)]
+    return sorted(set(ops) | set(_PYTHON) | set(_FUNCTIONS))

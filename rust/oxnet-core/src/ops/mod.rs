@@ -1,5 +1,6 @@
 //! Operators: the registry and one file per family.
 pub mod attrs;
+pub mod contrib;
 pub mod elemwise;
 pub mod index;
 pub mod init;

@@ -265,6 +265,7 @@ const FAMILIES: &[&[&OpDef]] = &[
     super::special::OPS,
     super::misc::OPS,
     super::optim_contrib::OPS,
+    super::contrib::OPS,
 ];
 
 struct Registry {
