@@ -1,5 +1,7 @@
-//! DLPack interchange for CPU arrays (the unversioned `DLManagedTensor` of
-//! DLPack 0.x, which MXNet 1.9.1 and the `"dltensor"` capsule protocol use).
+//! DLPack interchange for CPU arrays: the unversioned `DLManagedTensor` of
+//! DLPack 0.x (MXNet 1.9.1's `"dltensor"` capsules) and DLPack 1.x's
+//! `DLManagedTensorVersioned` (`"dltensor_versioned"`, with flags; what
+//! `__dlpack__(max_version=(1, 0))` asks for).
 //!
 //! Export ([`to_dlpack`]) hands out a heap-allocated `DLManagedTensor` whose
 //! `manager_ctx` holds a clone of the array: the memory stays valid until
@@ -53,6 +55,30 @@ pub struct DLManagedTensor {
     pub dl_tensor: DLTensor,
     pub manager_ctx: *mut c_void,
     pub deleter: Option<unsafe extern "C" fn(*mut DLManagedTensor)>,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DLPackVersion {
+    pub major: u32,
+    pub minor: u32,
+}
+
+/// The DLPack version oxnet writes in versioned tensors and the newest
+/// major version it reads.
+pub const DLPACK_VERSION: DLPackVersion = DLPackVersion { major: 1, minor: 0 };
+/// The producer does not allow writes through this tensor.
+pub const FLAG_READ_ONLY: u64 = 1;
+/// The producer made a copy for this export.
+pub const FLAG_IS_COPIED: u64 = 1 << 1;
+
+#[repr(C)]
+pub struct DLManagedTensorVersioned {
+    pub version: DLPackVersion,
+    pub manager_ctx: *mut c_void,
+    pub deleter: Option<unsafe extern "C" fn(*mut DLManagedTensorVersioned)>,
+    pub flags: u64,
+    pub dl_tensor: DLTensor,
 }
 
 /// The DLPack type of an oxnet dtype. Booleans are one byte per element,
@@ -115,12 +141,20 @@ unsafe extern "C" fn export_deleter(m: *mut DLManagedTensor) {
     }
 }
 
-/// Export `a` as a `DLManagedTensor` (compact, strides NULL, kDLCPU). The
-/// caller waits for the pending operations it must see first (writes for a
-/// read view; reads and writes for a write view). The returned pointer is
-/// owned by the consumer, who must call its `deleter` exactly once; until
-/// then the array's memory is kept alive.
-pub fn to_dlpack(a: &NDArray) -> Result<*mut DLManagedTensor> {
+unsafe extern "C" fn export_deleter_versioned(m: *mut DLManagedTensorVersioned) {
+    if m.is_null() {
+        return;
+    }
+    // SAFETY: `m` and its context were made by `to_dlpack_versioned` with Box.
+    let m = unsafe { Box::from_raw(m) };
+    if !m.manager_ctx.is_null() {
+        drop(unsafe { Box::from_raw(m.manager_ctx as *mut ExportCtx) });
+    }
+}
+
+/// The tensor describing `a` and the context that keeps it alive (the
+/// tensor's shape points into the context).
+fn export_parts(a: &NDArray) -> Result<(DLTensor, *mut c_void)> {
     if !a.ctx().is_cpu() {
         return Err(Error::Device(format!(
             "to_dlpack: only CPU arrays can be exported, not {}",
@@ -146,12 +180,33 @@ pub fn to_dlpack(a: &NDArray) -> Result<*mut DLManagedTensor> {
         strides: std::ptr::null_mut(),
         byte_offset: 0,
     };
-    let m = Box::new(DLManagedTensor {
+    Ok((tensor, Box::into_raw(ctx) as *mut c_void))
+}
+
+/// Export `a` as a `DLManagedTensor` (compact, strides NULL, kDLCPU). The
+/// caller waits for the pending operations it must see first (writes for a
+/// read view; reads and writes for a write view). The returned pointer is
+/// owned by the consumer, who must call its `deleter` exactly once; until
+/// then the array's memory is kept alive.
+pub fn to_dlpack(a: &NDArray) -> Result<*mut DLManagedTensor> {
+    let (tensor, ctx) = export_parts(a)?;
+    Ok(Box::into_raw(Box::new(DLManagedTensor {
         dl_tensor: tensor,
-        manager_ctx: Box::into_raw(ctx) as *mut c_void,
+        manager_ctx: ctx,
         deleter: Some(export_deleter),
-    });
-    Ok(Box::into_raw(m))
+    })))
+}
+
+/// [`to_dlpack`] as a DLPack 1.0 `DLManagedTensorVersioned` with `flags`.
+pub fn to_dlpack_versioned(a: &NDArray, flags: u64) -> Result<*mut DLManagedTensorVersioned> {
+    let (tensor, ctx) = export_parts(a)?;
+    Ok(Box::into_raw(Box::new(DLManagedTensorVersioned {
+        version: DLPACK_VERSION,
+        manager_ctx: ctx,
+        deleter: Some(export_deleter_versioned),
+        flags,
+        dl_tensor: tensor,
+    })))
 }
 
 /// A validated description of a DLPack tensor (nothing owned yet).
@@ -163,6 +218,8 @@ pub struct DLView {
     pub dtype: DType,
     /// Strides in elements; None when the layout is compact row-major.
     pub strides: Option<Vec<i64>>,
+    /// The producer forbids writes (DLPack 1.x flag): never shared.
+    pub read_only: bool,
 }
 
 impl DLView {
@@ -223,12 +280,33 @@ impl DLView {
             shape,
             dtype,
             strides,
+            read_only: false,
         })
     }
 
-    /// True when the memory can be shared as it is: compact and aligned.
+    /// [`DLView::describe`] for a DLPack 1.x tensor: checks the major
+    /// version and reads the read-only flag.
+    ///
+    /// # Safety
+    /// As for [`DLView::describe`], with `m` a valid versioned tensor.
+    pub unsafe fn describe_versioned(m: *const DLManagedTensorVersioned) -> Result<DLView> {
+        let m = unsafe { &*m };
+        if m.version.major > DLPACK_VERSION.major {
+            return Err(Error::Param(format!(
+                "from_dlpack: DLPack version {}.{} is not supported (at most {}.x)",
+                m.version.major, m.version.minor, DLPACK_VERSION.major
+            )));
+        }
+        let mut v = unsafe { Self::describe(&m.dl_tensor) }?;
+        v.read_only = m.flags & FLAG_READ_ONLY != 0;
+        Ok(v)
+    }
+
+    /// True when the memory can be shared as it is: writable, compact and
+    /// aligned.
     pub fn can_share(&self) -> bool {
-        self.strides.is_none()
+        !self.read_only
+            && self.strides.is_none()
             && (numel(&self.shape) == 0 || NDArray::is_aligned_for(self.ptr, self.dtype))
     }
 
@@ -292,7 +370,7 @@ fn is_compact(shape: &[usize], strides: &[i64]) -> bool {
 }
 
 /// An array over the tensor `view` describes: shares the memory (keeping
-/// `owner` alive with it) when it is compact and aligned, else a copy
+/// `owner` alive with it) when it is writable, compact and aligned, else a copy
 /// (dropping `owner` before returning).
 ///
 /// # Safety
@@ -467,6 +545,27 @@ mod tests {
         };
         let v = unsafe { DLView::describe(&mk(1, mxbool, shape.as_mut_ptr())) }.unwrap();
         assert_eq!(v.dtype, DType::Bool);
+    }
+
+    #[test]
+    fn versioned_export_and_read_only_import() {
+        let a = NDArray::from_vec(vec![1i32, 2, 3], &[3], Context::cpu(0)).unwrap();
+        let m = to_dlpack_versioned(&a, FLAG_IS_COPIED).unwrap();
+        unsafe {
+            assert_eq!((*m).version, DLPackVersion { major: 1, minor: 0 });
+            assert_eq!((*m).flags, FLAG_IS_COPIED);
+            let v = DLView::describe_versioned(m).unwrap();
+            assert!(v.can_share());
+            (*m).flags = FLAG_READ_ONLY;
+            let v = DLView::describe_versioned(m).unwrap();
+            assert!(!v.can_share());
+            let b = import(&v, Box::new(()), Context::cpu(0)).unwrap();
+            assert!(!b.chunk.storage().unwrap().is_external());
+            assert_eq!(b.to_vec::<i32>().unwrap(), vec![1, 2, 3]);
+            (*m).version.major = 2;
+            assert!(DLView::describe_versioned(m).is_err());
+            ((*m).deleter.unwrap())(m);
+        }
     }
 
     #[test]
