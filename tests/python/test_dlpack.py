@@ -3,6 +3,9 @@ to_dlpack_for_write / from_dlpack) and the __dlpack__ protocol with NumPy.
 Expected behaviours were checked side by side with MXNet 1.9.1."""
 import ctypes
 import gc
+import os
+import subprocess
+import sys
 import weakref
 
 import numpy as np
@@ -423,3 +426,24 @@ def test_write_export_waits_for_pending_reads():
     for y in ys:
         np.testing.assert_allclose(y.asnumpy(), expect, rtol=1e-4)
     np.testing.assert_array_equal(x.asnumpy(), np.zeros((300, 300)))
+
+
+def test_exit_with_shared_memory_in_flight():
+    # Operations still running on NumPy memory, an unconsumed capsule and a
+    # NumPy array over oxnet memory at interpreter exit: no crash, no hang.
+    script = """
+import numpy as np, oxnet as mx
+a = np.ones((256, 256), dtype=np.float32)
+b = mx.nd.from_numpy(a)
+outs = [mx.nd.dot(b, b) for _ in range(4)]
+cap = b.to_dlpack_for_read()
+c = mx.nd.from_dlpack(np.arange(8.0))
+y = np.from_dlpack(c * 2)
+del a, b
+print("ok")
+"""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(mx.__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok"
