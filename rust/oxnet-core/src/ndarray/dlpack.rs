@@ -258,6 +258,10 @@ impl DLView {
             )));
         }
         let shape: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
+        shape
+            .iter()
+            .try_fold(dtype.size(), |n, &d| n.checked_mul(d))
+            .ok_or_else(|| Error::Shape(format!("from_dlpack: shape {dims:?} is too large")))?;
         let strides = if t.strides.is_null() || nd == 0 {
             None
         } else {
@@ -537,6 +541,9 @@ mod tests {
         let mut neg = [-1i64];
         let e = unsafe { DLView::describe(&mk(1, f32t, neg.as_mut_ptr())) }.unwrap_err();
         assert!(e.to_string().contains("negative"), "{e}");
+        let mut huge = [i64::MAX];
+        let e = unsafe { DLView::describe(&mk(1, f32t, huge.as_mut_ptr())) }.unwrap_err();
+        assert!(e.to_string().contains("too large"), "{e}");
         // MXNet 1.9.1's boolean code reads as bool.
         let mxbool = DLDataType {
             code: 1,
