@@ -38,7 +38,8 @@ def from_numpy(ndarray, zero_copy=True, array_cls=NDArray):
     Parameters
     ----------
     ndarray : numpy.ndarray
-        Input data: float16/32/64, uint8, int8, int32, int64 or bool.
+        Input data: float16/32/64, uint8, int8, int32, int64 or bool, in
+        native byte order (others raise ValueError).
     zero_copy : bool
         Whether to share the memory (DLPack-style zero-copy conversion).
     array_cls : type
@@ -57,12 +58,8 @@ def from_numpy(ndarray, zero_copy=True, array_cls=NDArray):
         return array(ndarray, dtype=ndarray.dtype)
     if not ndarray.flags["C_CONTIGUOUS"]:
         raise ValueError("Only c-contiguous arrays are supported for zero-copy")
-    if not ndarray.dtype.isnative:
-        raise ValueError(
-            f"from_numpy: zero-copy needs native byte order, got dtype {ndarray.dtype.str!r} "
-            "(convert with ndarray.astype(ndarray.dtype.newbyteorder('=')))"
-        )
-    if str(ndarray.dtype) not in _SUPPORTED:
+    # str() of a non-native dtype is e.g. '>f4', which is refused here too
+    if str(ndarray.dtype) not in _SUPPORTED or not ndarray.dtype.isnative:
         raise ValueError(str(ndarray.dtype) + " is not supported.")
     ndarray.flags["WRITEABLE"] = False
     return _native._from_numpy_shared(ndarray)
