@@ -44,6 +44,7 @@ from .ndarray import (  # noqa: F401
     unravel_index,
 )
 from .legacy import all_finite, histogram, multi_all_finite, onehot_encode  # noqa: F401
+from .dlpack import from_dlpack, from_numpy, to_dlpack_for_read, to_dlpack_for_write  # noqa: F401
 from . import op  # noqa: F401
 from . import linalg  # noqa: F401
 from . import random  # noqa: F401

@@ -65,6 +65,14 @@ def eye(N: Any, M: Any = ..., k: Any = ..., ctx: Any = ..., dtype: Any = ..., **
     """An N x M (M=0 means N) array with ones on the k-th diagonal."""
 
 
+def from_dlpack(dlpack: Any) -> Any:
+    """Returns a NDArray backed by a dlpack tensor."""
+
+
+def from_numpy(ndarray: Any, zero_copy: Any = ..., array_cls: Any = ...) -> Any:
+    """Returns an NDArray backed by a NumPy array's memory."""
+
+
 def full(shape: Any, val: Any, ctx: Any = ..., dtype: Any = ..., out: Any = ...) -> Any:
     """An array of ``shape`` filled with ``val``."""
 
@@ -196,6 +204,17 @@ def split_v2(ary: Any, indices_or_sections: Any, axis: Any = ..., squeeze_axis: 
 
 def subtract(lhs: Any, rhs: Any) -> Any:
     """lhs - rhs, element-wise with broadcasting (MXNet's ``mx.nd.subtract``)."""
+
+
+def to_dlpack_for_read(data: Any) -> Any:
+    """Returns a reference view of NDArray that represents as DLManagedTensor
+    until all previous write operations on the current array are finished."""
+
+
+def to_dlpack_for_write(data: Any) -> Any:
+    """Returns a reference view of NDArray that represents as DLManagedTensor
+    until all previous read/write operations on the current array are
+    finished."""
 
 
 def true_divide(lhs: Any, rhs: Any) -> Any:

@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod autograd;
+mod dlpack;
 mod errors;
 mod io;
 mod ndarray;
@@ -21,6 +22,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ndarray::NDArray>()?;
     errors::register(m)?;
     ndarray::register(m)?;
+    dlpack::register(m)?;
     ops::register(m)?;
     runtime::register(m)?;
     autograd::register(m)?;

@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::storage::{self, Storage};
 use std::sync::{Arc, OnceLock};
 
+pub mod dlpack;
 pub mod serialize;
 
 /// The memory behind one or more arrays (views share a chunk). Storage is
@@ -127,6 +128,61 @@ impl NDArray {
                 dtype,
                 ctx,
             }),
+            shape: shape.to_vec(),
+            offset: 0,
+            ag: None,
+        })
+    }
+
+    /// True when `ptr` meets the alignment kernels assume for `dtype`
+    /// elements (their size; see the storage module on why 64 bytes is not
+    /// assumed).
+    pub fn is_aligned_for(ptr: *const u8, dtype: DType) -> bool {
+        (ptr as usize).is_multiple_of(dtype.size())
+    }
+
+    /// An array over memory someone else owns, without a copy: `owner` is
+    /// kept alive until the array, its views and every pending operation on
+    /// them are gone, then dropped (on whichever thread drops the last
+    /// reference). Fails, dropping `owner`, when `ptr` is not aligned for
+    /// `dtype` (callers copy instead) or the context is not a CPU.
+    ///
+    /// # Safety
+    /// `ptr` must be valid for reads and writes of `numel(shape) *
+    /// dtype.size()` bytes, C-contiguous, for as long as `owner` lives.
+    pub unsafe fn from_external(
+        ptr: *mut u8,
+        shape: &[usize],
+        dtype: DType,
+        ctx: Context,
+        owner: storage::Owner,
+    ) -> Result<NDArray> {
+        let nbytes = numel(shape)
+            .checked_mul(dtype.size())
+            .ok_or_else(|| Error::Shape(format!("shape {} is too large", fmt_shape(shape))))?;
+        if !ctx.is_cpu() {
+            return Err(Error::Device(format!(
+                "external memory can only be wrapped on the CPU, not {ctx}"
+            )));
+        }
+        if nbytes > 0 && !Self::is_aligned_for(ptr, dtype) {
+            return Err(Error::Param(format!(
+                "external memory at {ptr:p} is not aligned for {} elements ({} bytes)",
+                dtype.name(),
+                dtype.size()
+            )));
+        }
+        let st = unsafe { Storage::external(ptr, nbytes, ctx, owner) };
+        let chunk = Chunk {
+            var: Var::new(),
+            storage: OnceLock::new(),
+            nbytes,
+            dtype,
+            ctx,
+        };
+        let _ = chunk.storage.set(st);
+        Ok(NDArray {
+            chunk: Arc::new(chunk),
             shape: shape.to_vec(),
             offset: 0,
             ag: None,

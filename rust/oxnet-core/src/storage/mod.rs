@@ -10,6 +10,15 @@
 //! Every block is 64-byte aligned. Freed blocks are cached per bucket up to
 //! `OXNET_MEM_POOL_MAX_CACHED` bytes (default 4 GiB); on allocation failure
 //! the pool releases its cache and retries once.
+//!
+//! External storage ([`Storage::external`]) wraps memory owned by someone
+//! else (a NumPy array, a DLPack producer): it keeps an owner object alive
+//! and drops it, instead of returning a block to a pool, when the storage is
+//! dropped. Kernels assume only the element alignment of the array's dtype,
+//! never the pool's 64 bytes: a first-axis slice view already starts at any
+//! multiple of the element size, and the SIMD code uses unaligned loads and
+//! stores. Callers that wrap external memory check element alignment
+//! ([`crate::ndarray::NDArray::from_external`]) and copy when it is not met.
 use crate::base::Context;
 use crate::error::{Error, Result};
 use parking_lot::Mutex;
@@ -154,7 +163,7 @@ impl Pool {
             size,
             cap,
             ctx,
-            pool: self,
+            origin: Origin::Pool(self),
         })
     }
 
@@ -216,13 +225,28 @@ pub fn alloc(size: usize, ctx: Context) -> Result<Storage> {
     cpu_pool().alloc(size, ctx)
 }
 
-/// A block of device memory; returned to its pool on drop.
+/// The owner of external memory: whatever keeps the memory valid (a
+/// reference to a NumPy array, a DLPack tensor whose deleter its `Drop`
+/// calls). It is dropped, on whichever thread drops the storage (often an
+/// engine worker), once no array or pending operation uses the memory, so
+/// its `Drop` must be safe to run on any thread and must not block on
+/// anything an engine worker may be waiting for.
+pub type Owner = Box<dyn Send + Sync>;
+
+enum Origin {
+    Pool(&'static Pool),
+    /// Held only to be dropped with the storage.
+    External(#[allow(dead_code)] Owner),
+}
+
+/// A block of device memory: returned to its pool on drop, or (external
+/// storage) released by dropping its owner.
 pub struct Storage {
     ptr: NonNull<u8>,
     size: usize,
     cap: usize,
     pub ctx: Context,
-    pool: &'static Pool,
+    origin: Origin,
 }
 
 // SAFETY: the engine orders every access to the block.
@@ -230,6 +254,30 @@ unsafe impl Send for Storage {}
 unsafe impl Sync for Storage {}
 
 impl Storage {
+    /// Wrap `size` bytes at `ptr` that `owner` keeps valid; nothing is
+    /// copied. The owner is dropped when the storage is (after every
+    /// operation on it). A zero-size block may have a dangling pointer.
+    ///
+    /// # Safety
+    /// `ptr` must be valid for reads and writes of `size` bytes for as long
+    /// as `owner` is alive, and nothing else may access the memory while the
+    /// engine runs operations on it (beyond what the caller's API documents).
+    pub unsafe fn external(ptr: *mut u8, size: usize, ctx: Context, owner: Owner) -> Storage {
+        let ptr = NonNull::new(ptr).unwrap_or(NonNull::dangling());
+        Storage {
+            ptr,
+            size,
+            cap: size,
+            ctx,
+            origin: Origin::External(owner),
+        }
+    }
+
+    /// True when the memory is owned by someone else (see [`Storage::external`]).
+    pub fn is_external(&self) -> bool {
+        matches!(self.origin, Origin::External(_))
+    }
+
     pub fn ptr(&self) -> *mut u8 {
         self.ptr.as_ptr()
     }
@@ -243,7 +291,10 @@ impl Storage {
 
 impl Drop for Storage {
     fn drop(&mut self) {
-        self.pool.release(self.ptr, self.cap);
+        // An external block's owner is dropped with `origin`.
+        if let Origin::Pool(pool) = self.origin {
+            pool.release(self.ptr, self.cap);
+        }
     }
 }
 
@@ -278,6 +329,28 @@ mod tests {
         pool.release_all();
         assert_eq!(pool.stats().bytes_cached, 0);
         assert_eq!(pool.stats().bytes_in_use, 0);
+    }
+
+    #[test]
+    fn external_drops_owner_not_pool() {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::Arc;
+        struct Flag(Arc<AtomicBool>, #[allow(dead_code)] Vec<u8>);
+        impl Drop for Flag {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::SeqCst);
+            }
+        }
+        let dropped = Arc::new(AtomicBool::new(false));
+        let mut buf = vec![7u8; 16];
+        let p = buf.as_mut_ptr();
+        let owner = Flag(dropped.clone(), buf);
+        let s = unsafe { Storage::external(p, 16, Context::cpu(0), Box::new(owner)) };
+        assert!(s.is_external());
+        assert_eq!(unsafe { *s.ptr().add(3) }, 7);
+        assert!(!dropped.load(Ordering::SeqCst));
+        drop(s);
+        assert!(dropped.load(Ordering::SeqCst));
     }
 
     #[test]
