@@ -17,10 +17,14 @@ import sys
 
 import mxnet as mx
 
-names = sorted(n for n in open(sys.argv[1]).read().split() if not n.startswith("_"))
+# public names, and the image operators MXNet exposes as mx.nd.image.<short name>
+names = sorted(n for n in open(sys.argv[1]).read().split() if not n.startswith("_") or n.startswith("_image_"))
 table = {}
 for n in names:
-    f = getattr(mx.nd, n, None)
+    if n.startswith("_image_"):
+        f = getattr(mx.nd.image, n[len("_image_"):], None)
+    else:
+        f = getattr(mx.nd, n, None)
     if f is None:
         continue
     try:

@@ -1,6 +1,8 @@
 //! Operators: the registry and one file per family.
 pub mod attrs;
 pub mod elemwise;
+pub mod image;
+pub mod image_resize;
 pub mod index;
 pub mod init;
 pub mod kernels;

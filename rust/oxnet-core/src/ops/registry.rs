@@ -254,6 +254,7 @@ const FAMILIES: &[&[&OpDef]] = &[
     super::optim_multi::OPS,
     super::special::OPS,
     super::misc::OPS,
+    super::image::OPS,
 ];
 
 struct Registry {
