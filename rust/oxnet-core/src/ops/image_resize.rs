@@ -22,6 +22,7 @@ enum Interp {
     Linear,
     Cubic,
     Lanczos,
+    Area,
 }
 
 const OP: &str = "_image_resize";
@@ -50,17 +51,12 @@ fn parse(a: &super::attrs::Attrs) -> Result<Params> {
         0 => Interp::Nearest,
         1 => Interp::Linear,
         2 => Interp::Cubic,
+        3 => Interp::Area,
         4 => Interp::Lanczos,
-        3 => {
-            return Err(Error::Param(format!(
-                "{OP}: interp=3 (area) is not supported by oxnet yet (0 nearest, 1 bilinear, \
-                 2 bicubic, 4 Lanczos)"
-            )))
-        }
         v => {
             return Err(Error::Param(format!(
-                "{OP}: argument 'interp' must be 0 (nearest), 1 (bilinear), 2 (bicubic) or \
-                 4 (Lanczos), got {v}"
+                "{OP}: argument 'interp' must be 0 (nearest), 1 (bilinear), 2 (bicubic), \
+                 3 (area) or 4 (Lanczos), got {v}"
             )))
         }
     };
@@ -135,7 +131,7 @@ fn taps(src: usize, dst: usize, interp: Interp, vertical: bool) -> Taps {
     let mut t = Taps {
         k: match interp {
             Interp::Nearest => 1,
-            Interp::Linear => 2,
+            Interp::Linear | Interp::Area => 2,
             Interp::Cubic => 4,
             Interp::Lanczos => 8,
         },
@@ -149,12 +145,19 @@ fn taps(src: usize, dst: usize, interp: Interp, vertical: bool) -> Taps {
             t.w.push(1.0);
             continue;
         }
-        let f = ((d as f64 + 0.5) * scale - 0.5) as f32;
-        let s = f.floor();
-        let mut fx = f - s;
-        let mut s = s as isize;
+        let (mut s, mut fx) = if interp == Interp::Area {
+            // area when enlarging: linear between the source pixels an
+            // output pixel straddles, else the one it lies in
+            let s = (d as f64 * scale).floor();
+            let f = ((d as f64 + 1.0) - (s + 1.0) / scale) as f32;
+            (s as isize, if f <= 0.0 { 0.0 } else { f - f.floor() })
+        } else {
+            let f = ((d as f64 + 0.5) * scale - 0.5) as f32;
+            let s = f.floor();
+            (s as isize, f - s)
+        };
         match interp {
-            Interp::Linear => {
+            Interp::Linear | Interp::Area => {
                 if !vertical && s < 0 {
                     s = 0;
                     fx = 0.0;
@@ -188,6 +191,121 @@ fn taps(src: usize, dst: usize, interp: Interp, vertical: bool) -> Taps {
     t
 }
 
+/// OpenCV's area taps for shrinking: each output cell averages the source
+/// pixels it covers, partly covered ones weighted by the covered part.
+fn area_taps(src: usize, dst: usize) -> Vec<Vec<(usize, f32)>> {
+    let scale = 1.0 / (dst as f64 / src as f64);
+    (0..dst)
+        .map(|d| {
+            let f1 = d as f64 * scale;
+            let f2 = f1 + scale;
+            let cell = scale.min(src as f64 - f1);
+            let s2 = (f2.floor() as usize).min(src - 1);
+            let s1 = (f1.ceil() as usize).min(s2);
+            let mut t = Vec::new();
+            if s1 as f64 - f1 > 1e-3 {
+                t.push((s1 - 1, ((s1 as f64 - f1) / cell) as f32));
+            }
+            for k in s1..s2 {
+                t.push((k, (1.0 / cell) as f32));
+            }
+            if f2 - s2 as f64 > 1e-3 {
+                t.push((s2, ((f2 - s2 as f64).min(1.0).min(cell) / cell) as f32));
+            }
+            t
+        })
+        .collect()
+}
+
+/// How an area resize of (h, w) to (oh, ow) runs in OpenCV.
+enum AreaMode {
+    /// Both scales are integers >= 1: block means.
+    Fast(usize, usize),
+    /// Shrinking both ways: [`area_taps`].
+    Shrink,
+    /// Otherwise: bilinear with the area rule for the weights.
+    Enlarge,
+}
+
+fn area_mode(hw: (usize, usize), ohw: (usize, usize)) -> AreaMode {
+    let sx = 1.0 / (ohw.1 as f64 / hw.1 as f64);
+    let sy = 1.0 / (ohw.0 as f64 / hw.0 as f64);
+    if sx >= 1.0 && sy >= 1.0 {
+        let (ix, iy) = (sx.round(), sy.round());
+        if (sx - ix).abs() < f64::EPSILON && (sy - iy).abs() < f64::EPSILON {
+            return AreaMode::Fast(ix as usize, iy as usize);
+        }
+        return AreaMode::Shrink;
+    }
+    AreaMode::Enlarge
+}
+
+/// Area shrink in float (`round` rounds uint8 results to nearest, ties to even).
+fn area_shrink<T: Copy>(
+    src: &[T],
+    dst: &mut [T],
+    hw: (usize, usize),
+    ohw: (usize, usize),
+    c: usize,
+    get: impl Fn(T) -> f64,
+    put: impl Fn(f64) -> T,
+    f32_math: bool,
+) {
+    let ((h, w), (oh, ow)) = (hw, ohw);
+    let (xt, yt) = (area_taps(w, ow), area_taps(h, oh));
+    let rw = ow * c;
+    let round = |v: f64| if f32_math { v as f32 as f64 } else { v };
+    let mut rows = vec![0f64; h * rw];
+    for r in 0..h {
+        let s = &src[r * w * c..(r + 1) * w * c];
+        for (x, taps) in xt.iter().enumerate() {
+            for ch in 0..c {
+                let mut acc = 0f64;
+                for &(k, wt) in taps {
+                    acc = round(acc + round(get(s[k * c + ch]) * wt as f64));
+                }
+                rows[r * rw + x * c + ch] = acc;
+            }
+        }
+    }
+    for (y, taps) in yt.iter().enumerate() {
+        for x in 0..rw {
+            let mut acc = 0f64;
+            for &(k, wt) in taps {
+                acc = round(acc + round(rows[k * rw + x] * wt as f64));
+            }
+            dst[y * rw + x] = put(acc);
+        }
+    }
+}
+
+/// Block means for integer shrink factors (kx, ky).
+fn area_fast<T: Copy>(
+    src: &[T],
+    dst: &mut [T],
+    w: usize,
+    ohw: (usize, usize),
+    c: usize,
+    (kx, ky): (usize, usize),
+    mean: impl Fn(f64, usize) -> T,
+    get: impl Fn(T) -> f64,
+) {
+    let (oh, ow) = ohw;
+    for y in 0..oh {
+        for x in 0..ow {
+            for ch in 0..c {
+                let mut sum = 0f64;
+                for dy in 0..ky {
+                    for dx in 0..kx {
+                        sum += get(src[((y * ky + dy) * w + x * kx + dx) * c + ch]);
+                    }
+                }
+                dst[(y * ow + x) * c + ch] = mean(sum, kx * ky);
+            }
+        }
+    }
+}
+
 /// OpenCV's `saturate_cast<short>(w * 2048)`: rounded to nearest, ties to even.
 fn fixed(w: f32) -> i32 {
     (w * 2048.0).round_ties_even() as i32
@@ -203,6 +321,32 @@ fn resize_u8(
     interp: Interp,
 ) {
     let ((h, w), (oh, ow)) = (hw, ohw);
+    if interp == Interp::Area {
+        match area_mode(hw, ohw) {
+            AreaMode::Fast(kx, ky) => {
+                // OpenCV's vectorised 2x2 mean rounds halves up; the others
+                // multiply by 1/area in float and round to nearest even
+                let vec2 = kx == 2 && ky == 2 && matches!(c, 1 | 3 | 4);
+                let mean = |sum: f64, n: usize| {
+                    if vec2 {
+                        ((sum as u32 + 2) >> 2) as u8
+                    } else {
+                        (sum as f32 * (1.0 / n as f32))
+                            .round_ties_even()
+                            .clamp(0.0, 255.0) as u8
+                    }
+                };
+                area_fast(src, dst, w, ohw, c, (kx, ky), mean, |v| v as f64);
+                return;
+            }
+            AreaMode::Shrink => {
+                let put = |v: f64| (v as f32).round_ties_even().clamp(0.0, 255.0) as u8;
+                area_shrink(src, dst, hw, ohw, c, |v| v as f64, put, true);
+                return;
+            }
+            AreaMode::Enlarge => {}
+        }
+    }
     let (xt, yt) = (taps(w, ow, interp, false), taps(h, oh, interp, true));
     if interp == Interp::Nearest {
         for y in 0..oh {
@@ -239,7 +383,7 @@ fn resize_u8(
             .map(|j| &rows[yt.idx[y * yt.k + j] * rw..][..rw])
             .collect();
         let b = &yw[y * yt.k..(y + 1) * yt.k];
-        if interp == Interp::Linear {
+        if matches!(interp, Interp::Linear | Interp::Area) {
             // OpenCV's vectorised path: rows scaled down by 16, multiplied
             // by the weight keeping the high 16 bits, then rounded by 4
             for (x, v) in o.iter_mut().enumerate() {
@@ -269,6 +413,27 @@ fn resize_float<T: Copy + Into<f64> + FromF64>(
     interp: Interp,
 ) {
     let ((h, w), (oh, ow)) = (hw, ohw);
+    if interp == Interp::Area {
+        let f32_math = std::mem::size_of::<T>() == 4;
+        match area_mode(hw, ohw) {
+            AreaMode::Fast(kx, ky) => {
+                let mean = |sum: f64, n: usize| {
+                    if f32_math {
+                        T::from_f64((sum as f32 * (1.0 / n as f32)) as f64)
+                    } else {
+                        T::from_f64(sum * (1.0 / n as f64))
+                    }
+                };
+                area_fast(src, dst, w, ohw, c, (kx, ky), mean, |v| v.into());
+                return;
+            }
+            AreaMode::Shrink => {
+                area_shrink(src, dst, hw, ohw, c, |v| v.into(), T::from_f64, f32_math);
+                return;
+            }
+            AreaMode::Enlarge => {}
+        }
+    }
     let (xt, yt) = (taps(w, ow, interp, false), taps(h, oh, interp, true));
     let rw = ow * c;
     let mut rows = vec![T::from_f64(0.0); h * rw];
@@ -369,8 +534,7 @@ pub static RESIZE: OpDef = OpDef {
           float64; any number of channels) with OpenCV's conventions, as MXNet does. size is \
           (width, height), or one number: both sides, or with keep_ratio=True the short side \
           (the long side scaled and truncated). interp: 0 nearest, 1 bilinear (default), \
-          2 bicubic, 4 Lanczos (3, area, is not supported yet). Same dtype out; no gradient \
-          (MXNet's is broken).",
+          2 bicubic, 3 area, 4 Lanczos. Same dtype out; no gradient (MXNet's is broken).",
     parse,
     infer_shape: |c, ins, outs| {
         let Some(s) = ins[0].clone() else {
