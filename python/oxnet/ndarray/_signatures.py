@@ -10,6 +10,7 @@ ARGS = {
     'CTCLoss': ('data', 'label', 'data_lengths', 'label_lengths', 'use_data_lengths', 'use_label_lengths', 'blank_label'),
     'Cast': ('data', 'dtype'),
     'Convolution': ('data', 'weight', 'bias', 'kernel', 'stride', 'dilate', 'pad', 'num_filter', 'num_group', 'workspace', 'no_bias', 'cudnn_tune', 'cudnn_off', 'layout'),
+    'Convolution_v1': ('data', 'weight', 'bias', 'kernel', 'stride', 'dilate', 'pad', 'num_filter', 'num_group', 'workspace', 'no_bias', 'cudnn_tune', 'cudnn_off', 'layout'),
     'Correlation': ('data1', 'data2', 'kernel_size', 'max_displacement', 'stride1', 'stride2', 'pad_size', 'is_multiply'),
     'Deconvolution': ('data', 'weight', 'bias', 'kernel', 'stride', 'dilate', 'pad', 'adj', 'target_shape', 'num_filter', 'num_group', 'workspace', 'no_bias', 'cudnn_tune', 'cudnn_off', 'layout'),
     'Dropout': ('data', 'p', 'mode', 'axes', 'cudnn_off'),

@@ -1,0 +1,37 @@
+"""MXNet's legacy Convolution_v1: the same computation and parameters as
+Convolution (checked in MXNet 1.9.1: equal to float rounding for 2-D, with
+stride, pad, dilate, groups and no_bias), registered as its alias. The
+constant below was computed with MXNet 1.9.1's Convolution_v1."""
+import numpy as np
+
+import oxnet as mx
+
+X = (np.arange(1 * 2 * 4 * 5).reshape(1, 2, 4, 5) % 7 - 3).astype(np.float32)
+W = (np.arange(3 * 2 * 2 * 3).reshape(3, 2, 2, 3) % 5 - 2).astype(np.float32)
+B = np.array([0.5, -1, 2], np.float32)
+WANT = [[[[-4.5, -4.5, 0.5], [-5.5, 9.5, -5.5], [0.5, -12.5, 3.5], [6.5, -6.5, -1.5], [0.5, 4.5, -3.5]],
+         [[-1.0, 6.0, -1.0], [4.0, -15.0, 7.0], [5.0, 4.0, -14.0], [-1.0, 9.0, 0.0], [-7.0, -3.0, 3.0]],
+         [[7.0, -4.0, 2.0], [13.0, 15.0, -6.0], [-6.0, 15.0, 13.0], [-4.0, -6.0, 11.0], [10.0, 4.0, -1.0]]]]
+
+
+def test_convolution_v1_matches_mxnet():
+    got = mx.nd.Convolution_v1(mx.nd.array(X), mx.nd.array(W), mx.nd.array(B), kernel=(2, 3), num_filter=3,
+                               stride=(1, 2), pad=(1, 1))
+    assert got.asnumpy().tolist() == WANT
+    # positional parameters in MXNet's order, and the same as Convolution
+    same = mx.nd.Convolution(mx.nd.array(X), mx.nd.array(W), mx.nd.array(B), (2, 3), (1, 2), (1, 1), (1, 1), 3)
+    assert (same.asnumpy() == got.asnumpy()).all()
+
+
+def test_convolution_v1_gradient_is_convolutions():
+    x, w = mx.nd.array(X), mx.nd.array(W)
+    grads = []
+    for name in ("Convolution_v1", "Convolution"):
+        x.attach_grad()
+        w.attach_grad()
+        with mx.autograd.record():
+            y = getattr(mx.nd, name)(x, w, kernel=(2, 3), num_filter=3, no_bias=True)
+        y.backward()
+        grads.append((x.grad.asnumpy().copy(), w.grad.asnumpy().copy()))
+    for a, b in zip(*grads):
+        assert (a == b).all()
