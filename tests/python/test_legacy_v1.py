@@ -3,8 +3,10 @@ Convolution (checked in MXNet 1.9.1: equal to float rounding for 2-D, with
 stride, pad, dilate, groups and no_bias), registered as its alias. The
 constant below was computed with MXNet 1.9.1's Convolution_v1."""
 import numpy as np
+import pytest
 
 import oxnet as mx
+from oxnet.base import MXNetError
 
 X = (np.arange(1 * 2 * 4 * 5).reshape(1, 2, 4, 5) % 7 - 3).astype(np.float32)
 W = (np.arange(3 * 2 * 2 * 3).reshape(3, 2, 2, 3) % 5 - 2).astype(np.float32)
@@ -35,3 +37,35 @@ def test_convolution_v1_gradient_is_convolutions():
         grads.append((x.grad.asnumpy().copy(), w.grad.asnumpy().copy()))
     for a, b in zip(*grads):
         assert (a == b).all()
+
+
+# Pooling_v1: Pooling except that avg divides by the kernel's area (computed
+# with MXNet 1.9.1 on PX; listed times the area).
+PX = (np.arange(1 * 2 * 5 * 6).reshape(1, 2, 5, 6) % 11).astype(np.float32)
+POOL_FULL = [[[[30.0, 48.0, 30.0], [39.0, 46.0, 25.0]], [[58.0, 32.0, 23.0], [45.0, 30.0, 29.0]]]]
+POOL_PAD = [[[[1.0, 6.0, 12.0, 5.0], [16.0, 33.0, 34.0, 6.0], [20.0, 39.0, 29.0, 8.0], [0.0, 0.0, 0.0, 0.0]],
+             [[17.0, 19.0, 3.0, 2.0], [26.0, 26.0, 27.0, 11.0], [19.0, 21.0, 33.0, 13.0], [0.0, 0.0, 0.0, 0.0]]]]
+
+
+def test_pooling_v1_matches_mxnet():
+    x = mx.nd.array(PX)
+    got = mx.nd.Pooling_v1(x, kernel=(3, 3), stride=(2, 2), pool_type="avg", pooling_convention="full")
+    np.testing.assert_allclose(got.asnumpy() * 9, POOL_FULL, rtol=1e-6)
+    got = mx.nd.Pooling_v1(x, (2, 3), "avg", False, "full", (2, 2), (1, 1))
+    np.testing.assert_allclose(got.asnumpy() * 6, POOL_PAD, rtol=1e-6, atol=1e-6)
+    glob = mx.nd.Pooling_v1(x, kernel=(3, 3), pool_type="avg", global_pool=True).asnumpy().ravel()
+    np.testing.assert_allclose(glob, [4.6, 4.9], rtol=1e-6)
+    for kw in ({"pool_type": "max", "pooling_convention": "full"}, {"pool_type": "sum"}):
+        a = mx.nd.Pooling_v1(x, kernel=(2, 2), stride=(2, 2), **kw).asnumpy()
+        b = mx.nd.Pooling(x, kernel=(2, 2), stride=(2, 2), **kw).asnumpy()
+        assert (a == b).all()
+
+
+def test_pooling_v1_arguments():
+    x = mx.nd.array(PX)
+    with pytest.raises(MXNetError, match="Pooling_v1: argument 'pooling_convention' must be one of"):
+        mx.nd.Pooling_v1(x, kernel=(2, 2), pooling_convention="same")
+    with pytest.raises(TypeError, match="count_include_pad"):
+        mx.nd.Pooling_v1(x, kernel=(2, 2), count_include_pad=False)
+    with pytest.raises(MXNetError, match="Pooling_v1"):
+        mx.nd.Pooling_v1(x, kernel=(7, 7))

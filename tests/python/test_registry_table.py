@@ -1698,6 +1698,22 @@ def _img_jitter_check():
         assert_almost_equal(o, x * k, rtol=1e-4, atol=1e-3)
 
 
+def _pool_v1_avg(x, kernel, stride, pad=(0, 0), **_):
+    """MXNet's Pooling_v1 average ('full' convention): window sums over the
+    zero-padded input (windows may reach past it) divided by the kernel area."""
+    n, c, h, w = x.shape
+    oh = -(-(h + 2 * pad[0] - kernel[0]) // stride[0]) + 1
+    ow = -(-(w + 2 * pad[1] - kernel[1]) // stride[1]) + 1
+    xp = np.zeros((n, c, oh * stride[0] + kernel[0], ow * stride[1] + kernel[1]))
+    xp[:, :, pad[0]:pad[0] + h, pad[1]:pad[1] + w] = x
+    out = np.zeros((n, c, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            out[:, :, i, j] = xp[:, :, i * stride[0]:i * stride[0] + kernel[0],
+                                 j * stride[1]:j * stride[1] + kernel[1]].sum(axis=(2, 3))
+    return out / (kernel[0] * kernel[1])
+
+
 TABLE.update({
     "_image_to_tensor": [
         ref([_IMG_U8], lambda x: x.transpose(2, 0, 1) / 255, odt=np.float32, grad=False, id="uint8"),
@@ -1761,6 +1777,16 @@ TABLE.update({
             {"size": 3, "interp": 0}, grad=False, id="nearest-batch"),
         ref([U(4, 6, 3)], lambda x, **k: _img_resize_ref(x, (7, 5)), {"size": 5, "keep_ratio": True},
             grad=False, rtol=1e-5, atol=1e-6, id="keep-ratio"),
+    ],
+    # MXNet's legacy Pooling_v1 (Convolution_v1 is an alias of Convolution)
+    "Pooling_v1": [
+        ref([U(2, 2, 5, 6)], lambda x, **k: _pool_v1_avg(x, **k),
+            {"kernel": (3, 3), "stride": (2, 2), "pool_type": "avg", "pooling_convention": "full"}),
+        ref([U(1, 2, 5, 6)], lambda x, **k: _pool_v1_avg(x, **k),
+            {"kernel": (2, 3), "stride": (2, 2), "pad": (1, 1), "pool_type": "avg", "pooling_convention": "full"},
+            id="pad"),
+        ref([U(1, 2, 4, 4)], lambda x, **k: x.reshape(1, 2, 2, 2, 2, 2).max(axis=(3, 5)),
+            {"kernel": (2, 2), "stride": (2, 2), "pool_type": "max"}, id="max"),
     ],
 })
 

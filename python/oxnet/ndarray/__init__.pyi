@@ -342,6 +342,10 @@ def Pooling(data: Any = ..., kernel: Any = ..., pool_type: Any = ..., global_poo
     """Pooling over 1-D/2-D/3-D windows: max, avg (count_include_pad), sum, lp (p_value); global_pool; pooling_convention valid (floor), full (ceil) or same (ceil(x/stride), symmetric padding)."""
 
 
+def Pooling_v1(data: Any = ..., kernel: Any = ..., pool_type: Any = ..., global_pool: Any = ..., pooling_convention: Any = ..., stride: Any = ..., pad: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Legacy pooling (MXNet's Pooling_v1) over 2-D/3-D windows of (batch, channel, spatial...) data: pool_type max, avg or sum; global_pool; pooling_convention valid (floor) or full (ceil); kernel, stride, pad. Same as Pooling except that avg divides every window by the kernel's area, also windows reaching past the padded input."""
+
+
 def ROIPooling(data: Any = ..., rois: Any = ..., pooled_size: Any = ..., spatial_scale: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Region-of-interest max pooling: data (N, C, H, W), rois (R, 5) rows of [batch_index, x1, y1, x2, y2] in input-image coordinates; each roi is scaled by spatial_scale (in [0, 1]) and rounded to whole pixels, split into pooled_size (h, w) bins and max-pooled per bin; output (R, C, h, w), empty bins give 0. Gradient to data only (to each bin's maximum); rois get none."""
 

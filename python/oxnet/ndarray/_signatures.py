@@ -31,6 +31,7 @@ ARGS = {
     'MakeLoss': ('data', 'grad_scale', 'valid_thresh', 'normalization'),
     'Pad': ('data', 'mode', 'pad_width', 'constant_value'),
     'Pooling': ('data', 'kernel', 'pool_type', 'global_pool', 'cudnn_off', 'pooling_convention', 'stride', 'pad', 'p_value', 'count_include_pad', 'layout'),
+    'Pooling_v1': ('data', 'kernel', 'pool_type', 'global_pool', 'pooling_convention', 'stride', 'pad'),
     'ROIPooling': ('data', 'rois', 'pooled_size', 'spatial_scale'),
     'Reshape': ('data', 'shape', 'reverse', 'target_shape', 'keep_highest'),
     'SVMOutput': ('data', 'label', 'margin', 'regularization_coefficient', 'use_linear'),

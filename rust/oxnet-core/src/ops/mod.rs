@@ -14,6 +14,7 @@ pub mod norm;
 pub mod optim;
 pub mod optim_multi;
 pub mod pdf;
+pub mod pool_v1;
 pub mod random;
 pub mod reduce;
 pub mod registry;

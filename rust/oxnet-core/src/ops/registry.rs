@@ -255,6 +255,7 @@ const FAMILIES: &[&[&OpDef]] = &[
     super::special::OPS,
     super::misc::OPS,
     super::image::OPS,
+    super::pool_v1::OPS,
 ];
 
 struct Registry {
