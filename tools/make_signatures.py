@@ -22,11 +22,15 @@ import mxnet as mx
 # documentation omits them): oxnet accepts them by keyword only, as MXNet does.
 HIDDEN = {"linalg_potrf": ("lower",), "linalg_potri": ("lower",)}
 
-names = sorted(n for n in open(sys.argv[1]).read().split() if not n.startswith("_") or n.startswith("_contrib_"))
+# public names, and the operators MXNet exposes under a namespace by a short
+# name: _contrib_<name> as mx.nd.contrib.<name>, _image_<name> as mx.nd.image.<name>
+NAMESPACES = {"_contrib_": mx.nd.contrib, "_image_": mx.nd.image}
+names = sorted(n for n in open(sys.argv[1]).read().split()
+               if not n.startswith("_") or any(n.startswith(p) for p in NAMESPACES))
 table = {}
 for n in names:
-    # _contrib_<name> is mx.nd.contrib.<name> in MXNet
-    f = getattr(mx.nd.contrib, n[9:], None) if n.startswith("_contrib_") else getattr(mx.nd, n, None)
+    prefix = next((p for p in NAMESPACES if n.startswith(p)), None)
+    f = getattr(NAMESPACES[prefix], n[len(prefix):], None) if prefix else getattr(mx.nd, n, None)
     if f is None:
         continue
     try:

@@ -2470,6 +2470,245 @@ TABLE.update({
 })
 
 
+# -- mx.nd.image: the _image_* operators (Gluon's vision transforms) ---------------
+
+_IMG_U8 = _rng.randint(0, 256, (5, 6, 3)).astype(np.uint8)
+_IMG_F = U(5, 6, 3, lo=0, hi=255)
+_IMG_EIG = np.array([[55.46 * -0.5675, 4.794 * 0.7192, 1.148 * 0.4009],
+                     [55.46 * -0.5808, 4.794 * -0.0045, 1.148 * -0.8140],
+                     [55.46 * -0.5836, 4.794 * -0.6948, 1.148 * 0.4203]])
+
+
+def _img_norm(x, mean, std):
+    sh = (-1, 1, 1)
+    return (x - np.array(mean).reshape(sh)) / np.array(std).reshape(sh)
+
+
+def _img_brightness(x, a):
+    return x * a
+
+
+def _img_contrast(x, a):
+    mean = (x * np.array([0.299, 0.587, 0.114])).sum() / (x.shape[0] * x.shape[1])
+    return x * a + (1 - a) * mean
+
+
+def _img_saturation(x, a):
+    # MXNet 1.9.1 blends with 0.114 * blue (its gray sum assigns instead of adding)
+    return x * a + (1 - a) * 0.114 * x[..., 2:3]
+
+
+def _img_hue(x, a):
+    import colorsys
+    out = np.empty_like(x, dtype=np.float64)
+    for i in np.ndindex(x.shape[:2]):
+        h, l, s = colorsys.rgb_to_hls(*(x[i] / 255.0))
+        out[i] = np.array(colorsys.hls_to_rgb((h + a) % 1.0, l, s)) * 255
+    return out
+
+
+def _img_resize_ref(x, size, interp=1):
+    """OpenCV's float bilinear / nearest resize of an HWC image (size = (w, h))."""
+    h, w = x.shape[:2]
+    ow, oh = size
+
+    def taps(src, dst, vertical):
+        out = []
+        for d in range(dst):
+            if interp == 0:
+                out.append(((min(int(np.floor(d * src / dst)), src - 1), 1.0),))
+                continue
+            f = (d + 0.5) * src / dst - 0.5
+            s = int(np.floor(f))
+            fx = f - s
+            if not vertical and s < 0:
+                s, fx = 0, 0.0
+            if not vertical and s >= src - 1:
+                s, fx = src - 1, 0.0
+            out.append(((min(max(s, 0), src - 1), 1 - fx), (min(max(s + 1, 0), src - 1), fx)))
+        return out
+
+    xt, yt = taps(w, ow, False), taps(h, oh, True)
+    rows = np.stack([sum(x[:, i] * wt for i, wt in t) for t in xt], axis=1)
+    return np.stack([sum(rows[i] * wt for i, wt in t) for t in yt], axis=0)
+
+
+def _img_seeded(fn, seed):
+    mx.random.seed(seed)
+    return fn().asnumpy()
+
+
+def _img_random_flip_check(name, axis):
+    def check():
+        x = _IMG_U8
+        outs = [_img_seeded(lambda: getattr(mx.nd, name)(nd(x)), s) for s in range(12)]
+        flipped = [bool((o == np.flip(x, axis)).all()) for o in outs]
+        same = [bool((o == x).all()) for o in outs]
+        assert all(f or k for f, k in zip(flipped, same)), "output is neither the image nor its flip"
+        assert any(flipped) and any(same), (flipped, same)
+        again = _img_seeded(lambda: getattr(mx.nd, name)(nd(x)), 3)
+        assert (again == outs[3]).all(), "the same seed gives another result"
+    return check
+
+
+def _img_random_factor_check(name, ref_fn, lo, hi, solve):
+    """Seeded draws reproduce; each equals the deterministic operator
+    (min_factor = max_factor) at the factor the draw used, which lies in
+    [lo, hi] and varies between seeds."""
+    def check():
+        x = _IMG_F
+        alphas = []
+        for s in range(6):
+            out = _img_seeded(lambda: getattr(mx.nd, name)(nd(x), lo, hi), s)
+            a = solve(x.astype(np.float64), out.astype(np.float64))
+            assert lo - 1e-3 <= a <= hi + 1e-3, (name, a)
+            det = getattr(mx.nd, name)(nd(x), min_factor=float(a), max_factor=float(a)).asnumpy()
+            assert_almost_equal(out, det, rtol=1e-3, atol=2e-2)
+            assert_almost_equal(out, ref_fn(x.astype(np.float64), a), rtol=1e-3, atol=5e-2)
+            alphas.append(a)
+        assert len(set(np.round(alphas, 4))) > 1, alphas
+        again = _img_seeded(lambda: getattr(mx.nd, name)(nd(x), lo, hi), 2)
+        assert (again == _img_seeded(lambda: getattr(mx.nd, name)(nd(x), lo, hi), 2)).all()
+    return check
+
+
+def _img_solve_affine(x, out, base):
+    """out = a * x + (1 - a) * base: least squares for a."""
+    d = (x - base).ravel()
+    return float(np.dot(out.ravel() - base.ravel(), d) / np.dot(d, d))
+
+
+def _img_solve_hue(x, out):
+    import colorsys
+    i = (0, 0)
+    h0 = colorsys.rgb_to_hls(*(x[i] / 255.0))[0]
+    h1 = colorsys.rgb_to_hls(*(out[i] / 255.0))[0]
+    return float((h1 - h0) % 1.0)
+
+
+def _img_random_lighting_check():
+    x = _IMG_F
+    outs = [_img_seeded(lambda: mx.nd.image.random_lighting(nd(x), alpha_std=0.1), s) for s in (1, 2)]
+    for o in outs:
+        off = (o.astype(np.float64) - x).reshape(-1, 3)
+        assert np.abs(off - off[0]).max() < 1e-3, "the offset is not one per channel"
+        alpha = np.linalg.solve(_IMG_EIG, off[0])
+        assert np.abs(alpha).max() < 0.6, alpha
+        det = mx.nd.image.adjust_lighting(nd(x), alpha=tuple(alpha.tolist())).asnumpy()
+        assert_almost_equal(o, det, rtol=1e-4, atol=1e-3)
+    assert not np.allclose(outs[0], outs[1])
+    assert (outs[0] == _img_seeded(lambda: mx.nd.image.random_lighting(nd(x), alpha_std=0.1), 1)).all()
+
+
+def _img_jitter_check():
+    x = _IMG_F
+    f = mx.nd.image.random_color_jitter
+    a = _img_seeded(lambda: f(nd(x), 0.4, 0.4, 0.4, 0.1), 7)
+    assert (a == _img_seeded(lambda: f(nd(x), 0.4, 0.4, 0.4, 0.1), 7)).all()
+    assert not np.allclose(a, x)
+    # nothing to jitter: a copy
+    assert (f(nd(x), 0, 0, 0, 0).asnumpy() == x).all()
+    # brightness only: a factor in [0.7, 1.3]
+    for s in range(4):
+        o = _img_seeded(lambda: f(nd(x), 0.3, 0, 0, 0), s).astype(np.float64)
+        k = _img_solve_affine(x.astype(np.float64), o, np.zeros_like(o))
+        assert 0.7 - 1e-4 <= k <= 1.3 + 1e-4
+        assert_almost_equal(o, x * k, rtol=1e-4, atol=1e-3)
+
+
+def _pool_v1_avg(x, kernel, stride, pad=(0, 0), **_):
+    """MXNet's Pooling_v1 average ('full' convention): window sums over the
+    zero-padded input (windows may reach past it) divided by the kernel area."""
+    n, c, h, w = x.shape
+    oh = -(-(h + 2 * pad[0] - kernel[0]) // stride[0]) + 1
+    ow = -(-(w + 2 * pad[1] - kernel[1]) // stride[1]) + 1
+    xp = np.zeros((n, c, oh * stride[0] + kernel[0], ow * stride[1] + kernel[1]))
+    xp[:, :, pad[0]:pad[0] + h, pad[1]:pad[1] + w] = x
+    out = np.zeros((n, c, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            out[:, :, i, j] = xp[:, :, i * stride[0]:i * stride[0] + kernel[0],
+                                 j * stride[1]:j * stride[1] + kernel[1]].sum(axis=(2, 3))
+    return out / (kernel[0] * kernel[1])
+
+
+TABLE.update({
+    "_image_to_tensor": [
+        ref([_IMG_U8], lambda x: x.transpose(2, 0, 1) / 255, odt=np.float32, grad=False, id="uint8"),
+        ref([U(2, 4, 3, 1, lo=0, hi=255)], lambda x: x.transpose(0, 3, 1, 2) / 255, grad=False, id="batch"),
+    ],
+    "_image_normalize": [
+        ref([U(3, 4, 5)], lambda x, **k: _img_norm(x, **k), {"mean": (0.1, 0.2, 0.3), "std": (0.5, 2.0, 3.0)}),
+        ref([U(2, 3, 2, 3)], lambda x, **k: (x - 0.5) / np.array([0.5, 2.0, 3.0]).reshape(1, 3, 1, 1),
+            {"mean": 0.5, "std": (0.5, 2.0, 3.0)}, id="batch"),
+        ref([U(1, 3, 2)], lambda x, **k: (x - 0.25) / 4, {"mean": (0.25,), "std": (4,)}, id="gray"),
+    ],
+    "_image_crop": [
+        ref([U(5, 6, 3)], lambda d, **k: d[2:4, 1:4], {"x": 1, "y": 2, "width": 3, "height": 2}),
+        ref([U(2, 4, 3, 1)], lambda d, **k: d[:, 0:3, 2:3], {"x": 2, "y": 0, "width": 1, "height": 3},
+            id="batch"),
+    ],
+    "_backward_image_crop": [via("_image_crop")],
+    "_image_flip_left_right": [ref([U(3, 4, 3)], lambda x: x[:, ::-1]),
+                               ref([_IMG_U8], lambda x: x[:, ::-1], grad=False, id="uint8")],
+    "_image_flip_top_bottom": [ref([U(3, 4, 1)], lambda x: x[::-1]),
+                               ref([_IMG_U8], lambda x: x[::-1], grad=False, id="uint8")],
+    "_image_random_flip_left_right": [prop(_img_random_flip_check("_image_random_flip_left_right", 1))],
+    "_image_random_flip_top_bottom": [prop(_img_random_flip_check("_image_random_flip_top_bottom", 0))],
+    "_image_random_brightness": [
+        ref([_IMG_F], lambda x, **k: _img_brightness(x, 1.4), {"min_factor": 1.4, "max_factor": 1.4},
+            grad=False, rtol=1e-5),
+        prop(_img_random_factor_check("_image_random_brightness", _img_brightness, 0.5, 1.5,
+                                      lambda x, o: _img_solve_affine(x, o, np.zeros_like(o))), id="seeded"),
+    ],
+    "_image_random_contrast": [
+        ref([_IMG_F], lambda x, **k: _img_contrast(x, 0.6), {"min_factor": 0.6, "max_factor": 0.6},
+            grad=False, rtol=1e-4),
+        prop(_img_random_factor_check(
+            "_image_random_contrast", _img_contrast, 0.2, 1.8,
+            lambda x, o: _img_solve_affine(x, o, np.full_like(x, _img_contrast(x, 0.0)[0, 0, 0]))), id="seeded"),
+    ],
+    "_image_random_saturation": [
+        ref([_IMG_F], lambda x, **k: _img_saturation(x, 1.5), {"min_factor": 1.5, "max_factor": 1.5},
+            grad=False, rtol=1e-4),
+        prop(_img_random_factor_check(
+            "_image_random_saturation", _img_saturation, 0.0, 2.0,
+            lambda x, o: _img_solve_affine(x, o, np.broadcast_to(0.114 * x[..., 2:3], x.shape))), id="seeded"),
+    ],
+    "_image_random_hue": [
+        ref([_IMG_F], lambda x, **k: _img_hue(x, 0.3), {"min_factor": 0.3, "max_factor": 0.3},
+            grad=False, rtol=1e-3, atol=1e-2),
+        prop(_img_random_factor_check("_image_random_hue", _img_hue, 0.1, 0.6, _img_solve_hue), id="seeded"),
+    ],
+    "_image_random_color_jitter": [prop(_img_jitter_check, id="seeded")],
+    "_image_adjust_lighting": [
+        ref([U(3, 4, 3, lo=0, hi=255)], lambda x, **k: x + _IMG_EIG @ np.array([0.3, -1.2, 2.0]),
+            {"alpha": (0.3, -1.2, 2.0)}, rtol=1e-5, atol=1e-3),
+    ],
+    "_image_random_lighting": [prop(_img_random_lighting_check, id="seeded")],
+    "_image_resize": [
+        ref([U(5, 7, 3)], lambda x, **k: _img_resize_ref(x, (4, 3)), {"size": (4, 3)}, grad=False, rtol=1e-5,
+            atol=1e-6, id="shrink"),
+        ref([U(4, 3, 2)], lambda x, **k: _img_resize_ref(x, (7, 9)), {"size": (7, 9)}, grad=False, rtol=1e-5,
+            atol=1e-6, id="enlarge"),
+        ref([U(2, 4, 5, 1)], lambda x, **k: np.stack([_img_resize_ref(i, (3, 3), 0) for i in x]),
+            {"size": 3, "interp": 0}, grad=False, id="nearest-batch"),
+        ref([U(4, 6, 3)], lambda x, **k: _img_resize_ref(x, (7, 5)), {"size": 5, "keep_ratio": True},
+            grad=False, rtol=1e-5, atol=1e-6, id="keep-ratio"),
+    ],
+    # MXNet's legacy Pooling_v1 (Convolution_v1 is an alias of Convolution)
+    "Pooling_v1": [
+        ref([U(2, 2, 5, 6)], lambda x, **k: _pool_v1_avg(x, **k),
+            {"kernel": (3, 3), "stride": (2, 2), "pool_type": "avg", "pooling_convention": "full"}),
+        ref([U(1, 2, 5, 6)], lambda x, **k: _pool_v1_avg(x, **k),
+            {"kernel": (2, 3), "stride": (2, 2), "pad": (1, 1), "pool_type": "avg", "pooling_convention": "full"},
+            id="pad"),
+        ref([U(1, 2, 4, 4)], lambda x, **k: x.reshape(1, 2, 2, 2, 2, 2).max(axis=(3, 5)),
+            {"kernel": (2, 2), "stride": (2, 2), "pool_type": "max"}, id="max"),
+    ],
+})
+
+
 def test_aliases_resolve_to_entries():
     """Every registered name (aliases included) reaches a table entry, and
     the public ones are callable as mx.nd functions."""

@@ -51,6 +51,7 @@ from . import random  # noqa: F401
 from . import _internal  # noqa: F401
 from .utils import load, load_frombuffer, save  # noqa: F401
 from . import contrib  # noqa: F401
+from . import image  # noqa: F401
 
 
 def Custom(*args, **kwargs):

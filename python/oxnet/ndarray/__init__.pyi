@@ -270,6 +270,10 @@ def Convolution(data: Any = ..., weight: Any = ..., bias: Any = ..., kernel: Any
     """N-D convolution (1-D, 2-D, 3-D) over (batch, channel, spatial...) data, or channel-last data with layout NWC/NHWC/NDHWC (then the weight is (num_filter, kernel..., channel/num_group))."""
 
 
+def Convolution_v1(data: Any = ..., weight: Any = ..., bias: Any = ..., kernel: Any = ..., stride: Any = ..., dilate: Any = ..., pad: Any = ..., num_filter: Any = ..., num_group: Any = ..., workspace: Any = ..., no_bias: Any = ..., cudnn_tune: Any = ..., cudnn_off: Any = ..., layout: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """N-D convolution (1-D, 2-D, 3-D) over (batch, channel, spatial...) data, or channel-last data with layout NWC/NHWC/NDHWC (then the weight is (num_filter, kernel..., channel/num_group))."""
+
+
 def Correlation(data1: Any = ..., data2: Any = ..., kernel_size: Any = ..., max_displacement: Any = ..., stride1: Any = ..., stride2: Any = ..., pad_size: Any = ..., is_multiply: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Correlation of two feature maps data1, data2 (N, C, H, W) (FlowNet): for each position x1 of data1 (zero-padded by pad_size, quantised by stride1) and each displacement q in a (2 r + 1)^2 neighbourhood (r = max_displacement / stride2, steps of stride2), the sum over a kernel_size^2 patch and the channels of data1 * data2 (is_multiply) or |data1 - data2|, divided by kernel_size^2 * C. Output (N, (2 r + 1)^2, H', W') with H' = ceil((H + 2 pad_size - 2 (max_displacement + (kernel_size - 1) / 2)) / stride1). Gradients for both inputs."""
 
@@ -356,6 +360,10 @@ def Pad(data: Any = ..., mode: Any = ..., pad_width: Any = ..., constant_value: 
 
 def Pooling(data: Any = ..., kernel: Any = ..., pool_type: Any = ..., global_pool: Any = ..., cudnn_off: Any = ..., pooling_convention: Any = ..., stride: Any = ..., pad: Any = ..., p_value: Any = ..., count_include_pad: Any = ..., layout: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Pooling over 1-D/2-D/3-D windows: max, avg (count_include_pad), sum, lp (p_value); global_pool; pooling_convention valid (floor), full (ceil) or same (ceil(x/stride), symmetric padding)."""
+
+
+def Pooling_v1(data: Any = ..., kernel: Any = ..., pool_type: Any = ..., global_pool: Any = ..., pooling_convention: Any = ..., stride: Any = ..., pad: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Legacy pooling (MXNet's Pooling_v1) over 2-D/3-D windows of (batch, channel, spatial...) data: pool_type max, avg or sum; global_pool; pooling_convention valid (floor) or full (ceil); kernel, stride, pad. Same as Pooling except that avg divides every window by the kernel's area, also windows reaching past the padded input."""
 
 
 def RNN(data: Any = ..., parameters: Any = ..., state: Any = ..., state_cell: Any = ..., sequence_length: Any = ..., state_size: Any = ..., num_layers: Any = ..., bidirectional: Any = ..., mode: Any = ..., p: Any = ..., state_outputs: Any = ..., projection_size: Any = ..., lstm_state_clip_min: Any = ..., lstm_state_clip_max: Any = ..., lstm_state_clip_nan: Any = ..., use_sequence_length: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:

@@ -2,6 +2,8 @@
 pub mod attrs;
 pub mod contrib;
 pub mod elemwise;
+pub mod image;
+pub mod image_resize;
 pub mod index;
 pub mod init;
 pub mod kernels;
@@ -15,6 +17,7 @@ pub mod optim;
 pub mod optim_contrib;
 pub mod optim_multi;
 pub mod pdf;
+pub mod pool_v1;
 pub mod random;
 pub mod reduce;
 pub mod registry;

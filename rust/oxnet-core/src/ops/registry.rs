@@ -266,6 +266,8 @@ const FAMILIES: &[&[&OpDef]] = &[
     super::misc::OPS,
     super::optim_contrib::OPS,
     super::contrib::OPS,
+    super::image::OPS,
+    super::pool_v1::OPS,
 ];
 
 struct Registry {

@@ -1616,6 +1616,8 @@ fn conv_bwd_infer(
 
 pub static CONVOLUTION: OpDef = OpDef {
     name: "Convolution",
+    // MXNet's legacy 2-D convolution computes the same with the same parameters
+    aliases: &["Convolution_v1"],
     doc: "N-D convolution (1-D, 2-D, 3-D) over (batch, channel, spatial...) data, or channel-last data \
           with layout NWC/NHWC/NDHWC (then the weight is (num_filter, kernel..., channel/num_group)).",
     inputs: &["data", "weight", "bias"],
