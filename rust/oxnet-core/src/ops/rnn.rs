@@ -785,6 +785,9 @@ fn run_forward<F: Float + Elem>(c: &OpCall, i: &[Blob], o: &[Blob], k: &KernelCt
     let masks = if k.is_train && p.has_mask() {
         let keep = 1.0 - p.p;
         let scale = if keep > 0.0 { 1.0 / keep } else { 0.0 };
+        // rounded to the data dtype, as the hidden output keeps it: the
+        // backward (float16 included) applies exactly the forward's masks
+        let scale = crate::dispatch_float!(i[0].dtype, T => T::from_f64(scale).to_f64());
         let len = dm.t * dm.n * p.dirs * p.h;
         crate::random::with_rng(k.ctx, |r| {
             (0..p.layers - 1)
