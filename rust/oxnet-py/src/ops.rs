@@ -118,7 +118,7 @@ fn attrs_of(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Attrs> {
 }
 
 /// Run `op` on `inputs` with attributes `kwargs`; returns the list of
-/// outputs (which are `out` when given). Shape/dtype/parameter errors raise
+/// visible outputs (which are `out` when given). Shape/dtype/parameter errors raise
 /// here; kernel errors raise at the next wait on the outputs.
 #[pyfunction]
 #[pyo3(signature = (op, inputs, kwargs=None, out=None, ctx=None))]
@@ -160,7 +160,21 @@ fn invoke(
             (Some(list), Some(core))
         }
     };
-    let res = run_call(py, call, &ins, outs_core, ctx_of(ctx)?)?;
+    // hidden outputs (a dropout mask kept for the gradient) stay in the core
+    let n_vis = op.def.n_visible(&call);
+    if let Some(o) = &outs_core {
+        if o.len() != n_vis {
+            return Err::<Vec<Py<NDArray>>, _>(oxnet_core::Error::Param(format!(
+                "{}: out= has {} array(s), the operator produces {}",
+                op.def.name,
+                o.len(),
+                n_vis
+            )))
+            .py_err();
+        }
+    }
+    let mut res = run_call(py, call, &ins, outs_core, ctx_of(ctx)?)?;
+    res.truncate(n_vis);
     match outs_py {
         Some(list) => Ok(list
             .into_iter()

@@ -44,7 +44,8 @@ impl GradBuilder for ImperativeBuilder {
 }
 
 /// Gradients of `call` with respect to each input, given the forward
-/// inputs, outputs and the gradients of the outputs. `None` means zero.
+/// inputs, outputs (hidden ones included) and the gradients of the outputs
+/// (the visible ones at least: missing ones are zeros). `None` means zero.
 pub fn op_grad(
     call: &OpCall,
     inputs: &[NDArray],
@@ -61,7 +62,11 @@ pub fn op_grad(
     };
     let ie: Vec<Entry> = inputs.iter().map(|a| b.push(a.clone())).collect();
     let oe: Vec<Entry> = outputs.iter().map(|a| b.push(a.clone())).collect();
-    let ge: Vec<Entry> = ograds.iter().map(|a| b.push(a.clone())).collect();
+    let mut ge: Vec<Entry> = ograds.iter().map(|a| b.push(a.clone())).collect();
+    for o in outputs.iter().skip(ograds.len()) {
+        let z = registry::call("zeros_like", &[], std::slice::from_ref(o))?.remove(0);
+        ge.push(b.push(z));
+    }
     let res = gf(call, &mut b, &ie, &oe, &ge)?;
     if res.len() != inputs.len() {
         return Err(Error::Op {

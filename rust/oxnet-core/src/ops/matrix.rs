@@ -642,7 +642,10 @@ pub(crate) mod testutil {
     ) {
         let def = lookup(op).unwrap();
         let arrs: Vec<NDArray> = inputs.iter().map(|(v, s)| arr(v, s)).collect();
-        let outs = call(op, attrs, &arrs).unwrap();
+        // every output, hidden ones included (the gradient function gets them)
+        let c = std::sync::Arc::new(parse_call(def, Attrs::from_pairs(attrs)).unwrap());
+        let all = crate::ops::registry::invoke(c.clone(), &arrs, None, None).unwrap();
+        let outs = &all[..def.n_visible(&c)];
         let ws: Vec<Vec<f64>> = outs
             .iter()
             .enumerate()
@@ -664,13 +667,15 @@ pub(crate) mod testutil {
         };
         let mut e = Eager { vals: vec![] };
         let xi: Vec<Entry> = arrs.iter().map(|a| e.push(a.clone())).collect();
-        let oi: Vec<Entry> = outs.iter().map(|a| e.push(a.clone())).collect();
-        let gi: Vec<Entry> = outs
+        let oi: Vec<Entry> = all.iter().map(|a| e.push(a.clone())).collect();
+        let mut gi: Vec<Entry> = outs
             .iter()
             .zip(&ws)
             .map(|(o, w)| e.push(arr(w, &o.shape)))
             .collect();
-        let c = parse_call(def, Attrs::from_pairs(attrs)).unwrap();
+        for o in &all[outs.len()..] {
+            gi.push(e.push(arr(&vec![0.0; o.size()], &o.shape)));
+        }
         let grads =
             (def.grad.expect("operator has a gradient"))(&c, &mut e, &xi, &oi, &gi).unwrap();
         assert_eq!(grads.len(), inputs.len(), "{op}: one gradient per input");

@@ -85,6 +85,12 @@ pub struct OpDef {
     pub inputs: &'static [&'static str],
     pub num_inputs: Option<fn(&OpCall) -> usize>,
     pub num_outputs: fn(&OpCall) -> usize,
+    /// How many of a call's outputs the user sees (MXNet's
+    /// `FNumVisibleOutputs`); None: all of them. The kernel writes every
+    /// output; the hidden ones (a dropout mask, a reserve space) follow the
+    /// visible ones and reach the gradient function as outputs, so it can
+    /// pass them to backward operators. `mx.nd.X` returns the visible ones.
+    pub num_visible_outputs: Option<fn(&OpCall) -> usize>,
     pub parse: fn(&Attrs) -> Result<Params>,
     pub infer_shape: InferShapeFn,
     pub infer_type: InferTypeFn,
@@ -103,6 +109,18 @@ pub struct OpDef {
 }
 
 impl OpDef {
+    /// Every output of a call, hidden ones included.
+    pub fn n_outputs(&self, call: &OpCall) -> usize {
+        (self.num_outputs)(call)
+    }
+    /// The outputs of a call the user sees (the first ones).
+    pub fn n_visible(&self, call: &OpCall) -> usize {
+        let n = self.n_outputs(call);
+        match self.num_visible_outputs {
+            Some(f) => f(call).min(n),
+            None => n,
+        }
+    }
     pub fn n_inputs(&self, call: &OpCall) -> usize {
         match self.num_inputs {
             Some(f) => f(call),
@@ -160,6 +178,7 @@ impl OpDef {
         inputs: &["data"],
         num_inputs: None,
         num_outputs: one_output,
+        num_visible_outputs: None,
         parse: no_params,
         infer_shape: infer_shape_same,
         infer_type: infer_type_same,
@@ -353,7 +372,7 @@ pub fn infer(
     in_shapes: &[Shape],
     in_types: &[DType],
 ) -> Result<(Vec<Shape>, Vec<DType>)> {
-    let n_out = (call.def.num_outputs)(call);
+    let n_out = call.def.n_outputs(call);
     let mut ins: Vec<Option<Shape>> = in_shapes.iter().cloned().map(Some).collect();
     let mut outs: Vec<Option<Shape>> = vec![None; n_out];
     guarded(call.name(), "inferring shapes", || {
@@ -396,6 +415,9 @@ pub fn infer(
 
 /// The imperative call path: parse, infer synchronously (errors raise
 /// here), create outputs, push the kernel to the engine and return at once.
+/// Returns every output, hidden ones included (the first
+/// `def.n_visible(call)` are the user's); `out` gives the visible outputs
+/// or all of them.
 pub fn invoke(
     call: Arc<OpCall>,
     inputs: &[NDArray],
@@ -439,15 +461,21 @@ pub fn invoke(
     let in_shapes: Vec<Shape> = inputs.iter().map(|a| a.shape.clone()).collect();
     let in_types: Vec<DType> = inputs.iter().map(|a| a.dtype()).collect();
     let (shapes, types) = infer(&call, &in_shapes, &in_types)?;
+    let n_vis = def.n_visible(&call);
     let outputs = match out {
-        Some(o) => {
-            if o.len() != shapes.len() {
+        Some(mut o) => {
+            // out= covers the visible outputs (or, from Rust, all of them)
+            if o.len() != n_vis && o.len() != shapes.len() {
                 return Err(Error::Param(format!(
                     "{}: out= has {} array(s), the operator produces {}",
                     def.name,
                     o.len(),
-                    shapes.len()
+                    n_vis
                 )));
+            }
+            let given = o.len();
+            for (s, t) in shapes.iter().zip(&types).skip(given) {
+                o.push(NDArray::empty(s, *t, ctx)?);
             }
             for (i, a) in o.iter().enumerate() {
                 if a.shape != shapes[i] || a.dtype() != types[i] {
@@ -522,14 +550,17 @@ pub fn invoke(
     Ok(outputs)
 }
 
-/// Convenience for Rust callers and tests: look up, parse and invoke.
+/// Convenience for Rust callers and tests: look up, parse and invoke;
+/// returns the visible outputs.
 pub fn call(name: &str, attrs: &[(&str, &str)], inputs: &[NDArray]) -> Result<Vec<NDArray>> {
     let def = lookup(name)?;
-    let c = parse_call(def, Attrs::from_pairs(attrs))?;
-    invoke(Arc::new(c), inputs, None, None)
+    let c = Arc::new(parse_call(def, Attrs::from_pairs(attrs))?);
+    let mut outs = invoke(c.clone(), inputs, None, None)?;
+    outs.truncate(def.n_visible(&c));
+    Ok(outs)
 }
 
-/// Like `call`, writing into `out`.
+/// Like `call`, writing into `out` (the visible outputs).
 pub fn call_into(
     name: &str,
     attrs: &[(&str, &str)],
@@ -537,6 +568,8 @@ pub fn call_into(
     out: &[NDArray],
 ) -> Result<Vec<NDArray>> {
     let def = lookup(name)?;
-    let c = parse_call(def, Attrs::from_pairs(attrs))?;
-    invoke(Arc::new(c), inputs, Some(out.to_vec()), None)
+    let c = Arc::new(parse_call(def, Attrs::from_pairs(attrs))?);
+    let mut outs = invoke(c.clone(), inputs, Some(out.to_vec()), None)?;
+    outs.truncate(def.n_visible(&c));
+    Ok(outs)
 }

@@ -20,8 +20,12 @@
 //! what MXNet documents.
 //!
 //! Dropout (`p`, training only, between layers) draws its masks from the
-//! per-context generator in the forward. The masks are not kept, so the
-//! gradient through them raises (the backward reruns the forward).
+//! per-context generator in the forward and writes them to a hidden output
+//! (`mask`, MXNet's `FNumVisibleOutputs`; like MXNet's reserve space): the
+//! user sees out (and hy, cy), the gradient passes the mask to
+//! `_backward_RNN`, which reruns the forward with the same masks. The mask
+//! has shape (num_layers-1, seq_len, batch, D*state_size) when p > 0 and
+//! num_layers > 1 (all ones outside training), (0,) otherwise.
 //! projection_size and lstm_state_clip_* are refused: MXNet implements them
 //! only with cuDNN.
 use super::attrs::Attrs;
@@ -88,6 +92,19 @@ impl RnnParam {
         }
         v
     }
+    /// Whether the forward may apply dropout (and so keeps a mask).
+    fn has_mask(&self) -> bool {
+        self.p > 0.0 && self.layers > 1
+    }
+    /// The hidden mask output's shape for data (T, N, _).
+    fn mask_shape(&self, t: usize, n: usize) -> Shape {
+        if self.has_mask() {
+            vec![self.layers - 1, t, n, self.dirs * self.h]
+        } else {
+            vec![0]
+        }
+    }
+    /// The visible outputs: out, and hy (and cy) with state_outputs.
     fn n_out(&self) -> usize {
         if self.state_outputs {
             2 + self.lstm() as usize
@@ -239,6 +256,7 @@ fn infer_inputs(op: &str, p: &RnnParam, ins: &mut [Option<Shape>]) -> Result<Opt
     Ok(Some([t, n, i]))
 }
 
+/// The visible outputs' shapes.
 fn out_shapes(p: &RnnParam, [t, n, _]: [usize; 3]) -> Vec<Shape> {
     let mut v = vec![vec![t, n, p.dirs * p.h]];
     if p.state_outputs {
@@ -764,9 +782,12 @@ fn run_forward<F: Float + Elem>(c: &OpCall, i: &[Blob], o: &[Blob], k: &KernelCt
     let p = c.p::<RnnParam>();
     let dm = dims(&i[0]);
     let lens = lengths(p, i, dm.t, dm.n);
-    let masks = if k.is_train && p.p > 0.0 && p.layers > 1 {
+    let masks = if k.is_train && p.has_mask() {
         let keep = 1.0 - p.p;
         let scale = if keep > 0.0 { 1.0 / keep } else { 0.0 };
+        // rounded to the data dtype, as the hidden output keeps it: the
+        // backward (float16 included) applies exactly the forward's masks
+        let scale = crate::dispatch_float!(i[0].dtype, T => T::from_f64(scale).to_f64());
         let len = dm.t * dm.n * p.dirs * p.h;
         crate::random::with_rng(k.ctx, |r| {
             (0..p.layers - 1)
@@ -799,32 +820,32 @@ fn run_forward<F: Float + Elem>(c: &OpCall, i: &[Blob], o: &[Blob], k: &KernelCt
             store(&o[2], &f.cy);
         }
     }
+    // the hidden mask output: the masks applied, all ones outside training
+    let mo = &o[p.n_out()];
+    if p.has_mask() {
+        if f.masks.is_empty() {
+            store(mo, &vec![F::one(); mo.shape.iter().product()]);
+        } else {
+            store(mo, &f.masks.concat());
+        }
+    }
     Ok(())
 }
 
-/// Whether a backward in training mode would need the forward's dropout
-/// masks, which are not kept (the backward reruns the forward).
-fn dropout_in_backward(p: &RnnParam, train: bool) -> bool {
-    train && p.p > 0.0 && p.layers > 1
-}
-
-fn dropout_grad_error() -> Error {
-    Error::Param(
-        "RNN: the gradient through dropout between layers (p > 0 in training) is not supported; \
-         use p=0, or single-layer RNN calls with Dropout between them"
-            .into(),
-    )
-}
-
-fn run_backward<F: Float + Elem>(c: &OpCall, i: &[Blob], o: &[Blob], k: &KernelCtx) -> Result<()> {
+fn run_backward<F: Float + Elem>(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> {
     let p = c.p::<RnnParam>();
-    if dropout_in_backward(p, k.is_train) {
-        return Err(dropout_grad_error());
-    }
     let dm = dims(&i[0]);
     let lens = lengths(p, i, dm.t, dm.n);
     let w = load::<F>(&i[1]);
     let c0 = if p.lstm() { load::<F>(&i[3]) } else { vec![] };
+    // the forward's dropout masks, from RNN's hidden output
+    let masks = if p.has_mask() {
+        let all = load::<F>(&i[p.n_in()]);
+        let len = dm.t * dm.n * p.dirs * p.h;
+        all.chunks(len.max(1)).map(<[F]>::to_vec).collect()
+    } else {
+        vec![]
+    };
     let f = forward::<F>(
         p,
         &dm,
@@ -833,10 +854,10 @@ fn run_backward<F: Float + Elem>(c: &OpCall, i: &[Blob], o: &[Blob], k: &KernelC
         &load::<F>(&i[2]),
         &c0,
         &lens,
-        vec![],
+        masks,
         true,
     );
-    let g0 = p.n_in();
+    let g0 = p.n_in() + 1;
     let dout = load::<F>(&i[g0]);
     let dhy = if p.state_outputs {
         Some(load::<F>(&i[g0 + 1]))
@@ -870,19 +891,24 @@ pub static RNN: OpDef = OpDef {
           state_size); state_cell (lstm only, same shape); sequence_length (batch,) with \
           use_sequence_length=True (steps past a sequence's length output zeros and keep the state). \
           Shape inference sizes parameters and states from the data shape.\n\n\
-          p: dropout on the outputs of every layer but the last, in training only. \
+          p: dropout on the outputs of every layer but the last, in training only (the masks are \
+          kept in a hidden output for the gradient). \
           Returns out (seq_len, batch, D*state_size), and with state_outputs=True also the final \
           state hy (and cy for lstm). projection_size and lstm_state_clip_* (cuDNN-only in MXNet) \
           are refused.",
     inputs: &["data", "parameters", "state", "state_cell", "sequence_length"],
     num_inputs: Some(|c| c.p::<RnnParam>().n_in()),
     inputs_of: Some(|c| c.p::<RnnParam>().input_names()),
-    num_outputs: |c| c.p::<RnnParam>().n_out(),
+    // out, [hy, [cy]], then the hidden dropout mask
+    num_outputs: |c| c.p::<RnnParam>().n_out() + 1,
+    num_visible_outputs: Some(|c| c.p::<RnnParam>().n_out()),
     parse: |a| parse_rnn(a, "RNN"),
     infer_shape: |c, ins, outs| {
         let p = c.p::<RnnParam>();
         if let Some(d) = infer_inputs("RNN", p, ins)? {
-            for (o, s) in outs.iter_mut().zip(out_shapes(p, d)) {
+            let mut shapes = out_shapes(p, d);
+            shapes.push(p.mask_shape(d[0], d[1]));
+            for (o, s) in outs.iter_mut().zip(shapes) {
                 *o = Some(s);
             }
         }
@@ -900,13 +926,13 @@ pub static RNN: OpDef = OpDef {
             run_forward::<f32>(c, i, o, k)
         }
     }),
-    grad: Some(|c, b, x, _, g| {
+    grad: Some(|c, b, x, y, g| {
         let p = c.p::<RnnParam>();
-        if dropout_in_backward(p, crate::autograd::is_training()) {
-            return Err(dropout_grad_error());
-        }
+        let nv = p.n_out();
         let mut ins: Vec<Entry> = x.to_vec();
-        ins.extend_from_slice(g);
+        // the hidden mask output, then the visible outputs' gradients
+        ins.push(y[nv]);
+        ins.extend_from_slice(&g[..nv]);
         let r = b.op("_backward_RNN", &attr_pairs(c), &ins)?;
         let mut out: Vec<Option<Entry>> = r.into_iter().map(Some).collect();
         if p.use_len {
@@ -920,8 +946,9 @@ pub static RNN: OpDef = OpDef {
 
 pub static BACKWARD_RNN: OpDef = OpDef {
     name: "_backward_RNN",
-    doc: "Internal: gradient of RNN by back-propagation through time. Inputs: RNN's inputs, then \
-          the gradients of its outputs (out, and hy, cy with state_outputs). Returns the gradients \
+    doc: "Internal: gradient of RNN by back-propagation through time. Inputs: RNN's inputs, its \
+          hidden dropout mask output, then the gradients of its visible outputs (out, and hy, cy \
+          with state_outputs). Returns the gradients \
           of data, parameters, state (and state_cell for lstm).",
     inputs: &[
         "data",
@@ -929,17 +956,19 @@ pub static BACKWARD_RNN: OpDef = OpDef {
         "state",
         "state_cell",
         "sequence_length",
+        "mask",
         "dout",
         "dhy",
         "dcy",
     ],
     num_inputs: Some(|c| {
         let p = c.p::<RnnParam>();
-        p.n_in() + p.n_out()
+        p.n_in() + 1 + p.n_out()
     }),
     inputs_of: Some(|c| {
         let p = c.p::<RnnParam>();
         let mut v = p.input_names();
+        v.push("mask");
         v.extend(["dout", "dhy", "dcy"].iter().take(p.n_out()));
         v
     }),
@@ -951,10 +980,18 @@ pub static BACKWARD_RNN: OpDef = OpDef {
         let Some(d) = infer_inputs("RNN", p, &mut ins[..n_in])? else {
             return Ok(());
         };
+        let why = "(the forward's hidden output)";
+        want("RNN", "mask", &mut ins[n_in], p.mask_shape(d[0], d[1]), why)?;
         let names = ["out", "hy", "cy"];
         for (k, s) in out_shapes(p, d).into_iter().enumerate() {
             let what = format!("the gradient of {}", names[k]);
-            want("RNN", &what, &mut ins[n_in + k], s, "(the output's shape)")?;
+            want(
+                "RNN",
+                &what,
+                &mut ins[n_in + 1 + k],
+                s,
+                "(the output's shape)",
+            )?;
         }
         let k = outs.len();
         outs.clone_from_slice(&ins[..k]);
@@ -1025,6 +1062,51 @@ mod tests {
             "{}",
             e.message()
         );
+    }
+
+    #[test]
+    fn dropout_mask_is_a_hidden_output() {
+        use crate::ops::matrix::testutil::arr;
+        use crate::ops::registry::{call, invoke};
+        use std::sync::Arc;
+        let attrs = [
+            ("state_size", "3"),
+            ("num_layers", "3"),
+            ("mode", "gru"),
+            ("p", "0.5"),
+            ("state_outputs", "True"),
+        ];
+        let (t, n, i, h) = (4, 2, 2, 3);
+        // gru, 3 layers: i2h (3h, i), (3h, h), (3h, h); h2h 3 x (3h, h); 6 biases of 3h
+        let np = 3 * h * i + 15 * h * h + 18 * h;
+        let ins = [
+            arr(&vals(t * n * i, 1), &[t, n, i]),
+            arr(&vals(np, 2), &[np]),
+            arr(&vals(3 * n * h, 3), &[3, n, h]),
+        ];
+        // call (and so mx.nd.RNN) returns the visible outputs: out, hy
+        assert_eq!(call("RNN", &attrs, &ins).unwrap().len(), 2);
+        let c = Arc::new(parsed(&attrs));
+        assert_eq!((RNN.num_outputs)(&c), 3);
+        assert_eq!(RNN.n_visible(&c), 2);
+        let was = crate::autograd::set_training(true);
+        let all = invoke(c.clone(), &ins, None, None).unwrap();
+        crate::autograd::set_training(was);
+        assert_eq!(all[2].shape, vec![2, t, n, h]);
+        let m = all[2].to_vec::<f64>().unwrap();
+        assert!(m.iter().all(|&v| v == 0.0 || v == 2.0), "{m:?}");
+        assert!(m.contains(&0.0) && m.contains(&2.0));
+        // outside training the mask is all ones; without dropout it is empty
+        let m = invoke(c, &ins, None, None).unwrap()[2]
+            .to_vec::<f64>()
+            .unwrap();
+        assert!(m.iter().all(|&v| v == 1.0));
+        let c = Arc::new(parsed(&[
+            ("state_size", "3"),
+            ("num_layers", "3"),
+            ("mode", "gru"),
+        ]));
+        assert_eq!(invoke(c, &ins, None, None).unwrap()[1].shape, vec![0]);
     }
 
     #[test]
