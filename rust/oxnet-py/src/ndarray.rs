@@ -217,6 +217,34 @@ impl NDArray {
         }
     }
 
+    /// Whether this array's gradient (attached by attach_grad or
+    /// autograd.mark_variables) has been written by autograd.backward since
+    /// the flag was last reset: 1 or 0, as in MXNet. Set it to False after
+    /// consuming the gradient (Gluon's Trainer does).
+    #[getter]
+    fn get__fresh_grad(&self) -> i32 {
+        match &self.inner.ag {
+            Some(autograd::AgInfo::Variable(v)) => v.fresh_grad() as i32,
+            _ => 0,
+        }
+    }
+
+    #[setter]
+    fn set__fresh_grad(&self, state: &Bound<'_, PyAny>) -> PyResult<()> {
+        let on = state.is_truthy()?;
+        match &self.inner.ag {
+            Some(autograd::AgInfo::Variable(v)) => {
+                v.set_fresh_grad(on);
+                Ok(())
+            }
+            _ => Err(to_py(oxnet_core::Error::Param(
+                "_fresh_grad: NDArray has not been marked as a variable and does not have gradient state \
+                 (call attach_grad() or autograd.mark_variables() first)"
+                    .into(),
+            ))),
+        }
+    }
+
     /// True when this array takes part in autograd (a variable or recorded).
     #[getter]
     fn _has_ag(&self) -> bool {
