@@ -250,3 +250,64 @@ def test_imdecode_shape_errors():
         mx.nd.imdecode(buf, out=mx.nd.zeros((80, 120)))
     with pytest.raises(mx.base.MXNetError, match="neither JPEG nor PNG"):
         mx.nd.imdecode(b"not an image")
+
+
+# ---------------------------------------------------------------------------
+# mx.image.imrotate / random_rotate: values printed by MXNet 1.9.1 for
+# src = (arange(80) % 7).reshape(2, 2, 4, 5), angles [30, -100] (and 45 for
+# the single image src[0]), rounded to 4 decimals
+# ---------------------------------------------------------------------------
+
+_ROT_PLAIN = [[[[0.2046, 1.3206, 2.3481, 2.2141, 0.8277], [0.8529, 2.695, 0.5849, 3.4905, 0.4342], [4.683, 5.018, 4.5323, 4.75, 4.39], [1.762, 2.7859, 2.6519, 2.1842, 0.8002]], [[0.0036, 0.6196, 1.6998, 1.2141, 1.0384], [3.0012, 3.2189, 4.4833, 2.951, 5.8481], [4.1435, 4.018, 3.884, 3.75, 3.616], [1.2441, 1.7859, 1.6519, 1.4833, 0.5993]]], [[[0.2104, 1.7895, 2.0018, 3.7978, 4.0931], [0.3792, 1.538, 3.334, 4.1996, 3.1096], [1.1355, 2.8701, 4.666, 2.4606, 0.0644], [2.2338, 4.2022, 3.4578, 2.0359, 0.305]], [[1.5844, 4.4228, 1.0018, 2.7978, 3.3022], [0.3862, 1.8135, 2.334, 4.1299, 3.185], [0.5183, 1.8701, 3.666, 4.1865, 2.2752], [1.4429, 3.2022, 4.9982, 1.5772, 0.0351]]]]
+_ROT_ZOOM_IN = [[[[1.2851, 1.4952, 1.2455, 1.1556, 1.7687], [3.6779, 2.3668, 1.2156, 3.4731, 3.7014], [5.4312, 4.382, 4.0304, 5.1617, 5.0718], [3.9342, 3.8444, 3.7545, 3.6647, 3.5053]], [[0.3271, 2.3893, 2.4329, 0.1556, 2.1619], [2.7006, 4.9581, 4.8208, 3.2743, 4.7306], [4.4312, 4.3414, 4.2515, 4.1617, 4.0718], [2.9342, 2.8444, 2.7545, 2.6647, 2.5472]]], [[[0.1785, 1.2989, 2.5775, 3.8561, 5.1346], [0.9687, 2.2473, 3.5258, 4.2917, 3.7169], [1.917, 3.1956, 4.4742, 3.9124, 0.2832], [2.8654, 4.1439, 5.1747, 3.9953, 0.7339]], [[4.4035, 2.8099, 1.5775, 2.8561, 4.1346], [0.6658, 1.6649, 2.5258, 3.8044, 5.083], [0.917, 2.1956, 3.4742, 4.3351, 5.3342], [1.8654, 3.1439, 4.4225, 3.1901, 1.0707]]]]
+_ROT_ZOOM_OUT = [[[[0.0, 0.0, 1.7559, 1.9974, 0.0], [0.0, 1.5637, 0.664, 1.8751, 0.0772], [0.1463, 4.5357, 4.336, 4.1362, 1.4356], [0.0, 0.9549, 1.0596, 0.0, 0.0]], [[0.0, 0.0, 1.1928, 1.4069, 0.0], [1.7227, 0.6258, 3.4153, 3.6634, 0.2374], [0.2097, 3.5357, 3.336, 3.1362, 1.1485], [0.0, 0.3645, 0.4965, 0.0, 0.0]]], [[[0.0, 3.7438, 1.1732, 2.7482, 0.2169], [0.0, 0.5493, 3.0644, 5.2438, 0.0], [0.0, 2.4129, 4.9356, 0.4454, 0.0], [0.1302, 2.7007, 0.6204, 1.3748, 0.0]], [[0.0, 3.8809, 0.2481, 2.0671, 0.1735], [0.0, 2.6723, 2.0644, 4.5871, 0.0], [0.0, 1.4129, 3.9356, 3.2961, 0.0], [0.0868, 2.0196, 5.302, 0.624, 0.0]]]]
+_ROT_SINGLE45 = [[[0.0414, 1.7234, 2.182, 1.7129, 0.1538], [0.6878, 1.8551, 1.0858, 4.966, 3.2853], [2.4289, 5.6465, 4.2766, 4.2322, 2.9734], [2.4718, 3.5251, 2.818, 1.9378, 0.0843]], [[0.0162, 0.9911, 1.182, 1.5, 2.7662], [0.2665, 2.8431, 3.9482, 4.3284, 4.6465], [4.4421, 4.6465, 3.9393, 3.2322, 2.2411], [1.9467, 2.5251, 1.818, 1.2056, 0.0591]]]
+
+
+def _rot_src():
+    return mx.nd.array((np.arange(80) % 7).reshape(2, 2, 4, 5).astype(np.float32))
+
+
+@pytest.mark.parametrize("kwargs, expected", [({}, _ROT_PLAIN), ({"zoom_in": True}, _ROT_ZOOM_IN),
+                                              ({"zoom_out": True}, _ROT_ZOOM_OUT)])
+def test_imrotate_matches_mxnet(kwargs, expected):
+    r = mx.image.imrotate(_rot_src(), mx.nd.array([30, -100]), **kwargs)
+    assert r.shape == (2, 2, 4, 5) and r.dtype == np.float32
+    np.testing.assert_allclose(r.asnumpy(), np.array(expected), atol=2e-4)
+
+
+def test_imrotate_single_image_and_scalar():
+    src = _rot_src()
+    r = mx.image.imrotate(src[0], 45)
+    np.testing.assert_allclose(r.asnumpy(), np.array(_ROT_SINGLE45), atol=2e-4)
+    # a scalar angle applies to every image of a batch; 0 degrees is the identity
+    np.testing.assert_allclose(mx.image.imrotate(src, 0).asnumpy(), src.asnumpy(), atol=1e-5)
+    r2 = mx.image.imrotate(src, 45)
+    np.testing.assert_allclose(r2.asnumpy()[0], r.asnumpy(), atol=1e-6)
+
+
+def test_imrotate_errors():
+    src = _rot_src()
+    with pytest.raises(ValueError, match="cannot be both True"):
+        mx.image.imrotate(src, 10, zoom_in=True, zoom_out=True)
+    with pytest.raises(TypeError, match="float32"):
+        mx.image.imrotate(src.astype("float64"), 10)
+    with pytest.raises(TypeError, match="scalar"):
+        mx.image.imrotate(src[0], mx.nd.array([10]))
+    with pytest.raises(ValueError, match="3D and 4D"):
+        mx.image.imrotate(src[0][0], 10)
+    with pytest.raises(ValueError, match="number of rotation angles"):
+        mx.image.imrotate(src, mx.nd.array([1, 2, 3]))
+
+
+def test_random_rotate_draws_from_numpy():
+    src = _rot_src()
+    np.random.seed(3)
+    r = mx.image.random_rotate(src, (-40, 40), zoom_in=True)
+    np.random.seed(3)
+    angles = np.random.uniform(-40, 40, size=2)
+    np.testing.assert_allclose(r.asnumpy(), mx.image.imrotate(src, mx.nd.array(angles), zoom_in=True).asnumpy())
+    np.random.seed(5)
+    r1 = mx.image.random_rotate(src[1], (10, 20))
+    np.random.seed(5)
+    np.testing.assert_allclose(r1.asnumpy(), mx.image.imrotate(src[1], np.random.uniform(10, 20)).asnumpy())
