@@ -311,3 +311,152 @@ def test_random_rotate_draws_from_numpy():
     r1 = mx.image.random_rotate(src[1], (10, 20))
     np.random.seed(5)
     np.testing.assert_allclose(r1.asnumpy(), mx.image.imrotate(src[1], np.random.uniform(10, 20)).asnumpy())
+
+
+# ---------------------------------------------------------------------------
+# mx.test_utils helpers MXNet 1.9.1 has
+# ---------------------------------------------------------------------------
+
+tu = mx.test_utils
+
+
+def test_tolerance_getters():
+    assert tu.get_rtol() == 1e-5 and tu.get_atol() == 1e-20  # float64 defaults, as MXNet's
+    assert tu.get_rtol(None, np.float32) == 1e-4 and tu.get_atol(None, np.dtype(np.float16)) == 1e-1
+    assert tu.get_rtol(0.5) == 0.5 and tu.get_atol(0.25, np.float32) == 0.25
+    assert tu.get_etol() == 0 and tu.get_etol(0.1) == 0.1
+    assert tu.effective_dtype(mx.nd.ones(2)) == np.dtype(np.float32)
+    assert tu.effective_dtype(np.ones(2, np.int64)) == np.dtype(np.int64)
+
+
+def test_assert_variants():
+    a = np.array([1.0, np.nan, 3.0])
+    b = np.array([1.0, 2.0, np.nan])
+    tu.assert_almost_equal_ignore_nan(a, b)
+    with pytest.raises(AssertionError):
+        tu.assert_almost_equal_ignore_nan(a, b + 1)
+    assert np.isnan(a[1])  # the inputs are left alone
+    tu.assert_allclose(np.array([1.0, np.nan]), np.array([1.0, np.nan]))
+    with pytest.raises(AssertionError):
+        tu.assert_allclose(np.array([1.0]), np.array([1.0 + 1e-6]))
+    x = np.arange(10.0)
+    y = x.copy()
+    y[3] = 100
+    tu.assert_almost_equal_with_err(x, y, etol=0.2)
+    with pytest.raises(AssertionError, match="mismatch rate 10.00%"):
+        tu.assert_almost_equal_with_err(x, y, etol=0.05)
+    with pytest.raises(AssertionError):
+        tu.assert_almost_equal_with_err(x, y)
+    tu.assert_exception(int, ValueError, "x")
+    with pytest.raises(AssertionError, match="did not raise"):
+        tu.assert_exception(int, ValueError, "3")
+    tu.compare_ndarray_tuple((mx.nd.ones(2), (np.zeros(1),)), (np.ones(2), (np.zeros(1),)))
+    tu.compare_ndarray_tuple(None, mx.nd.ones(1))
+    with pytest.raises(AssertionError):
+        tu.compare_ndarray_tuple((mx.nd.ones(2),), (np.zeros(2),))
+
+
+def test_numpy_helpers():
+    x = np.array([[1.0, -2.0], [3.0, 4.0]])
+    out = tu.assign_each(x, abs)
+    assert out.dtype == np.float64 and out.tolist() == [[1, 2], [3, 4]]
+    assert tu.assign_each(x, None) is not x and tu.assign_each(x, None).tolist() == x.tolist()
+    assert tu.assign_each2(x, x, lambda p, q: p * q).tolist() == (x * x).tolist()
+    d = np.arange(24.0).reshape(2, 3, 4)
+    np.testing.assert_array_equal(tu.np_reduce(d, (0, 2), True, np.sum), d.sum(axis=(0, 2), keepdims=True))
+    np.testing.assert_array_equal(tu.np_reduce(d, 1, False, np.max), d.max(axis=1))
+    np.testing.assert_array_equal(tu.np_reduce(d, None, False, np.sum), d.sum())
+    np.testing.assert_array_equal(tu.collapse_sum_like(d, (3, 1)), d.sum(axis=(0, 2)).reshape(3, 1))
+    assert tu.collapse_sum_like(np.zeros((0, 3)), (3,)).tolist() == [0, 0, 0]
+
+
+def test_random_helpers():
+    np.random.seed(0)
+    a = tu.random_arrays((2, 3))
+    b, c = tu.random_arrays((4,), ())
+    assert a.shape == (2, 3) and a.dtype == np.float32 and b.shape == (4,) and c.shape == ()
+    (u,) = tu.random_uniform_arrays((50,), low=2, high=3, dtype=np.float64)
+    assert u.dtype == np.float64 and u.min() >= 2 and u.max() < 3
+    with pytest.raises(TypeError):
+        tu.random_uniform_arrays((2,), lo=1)
+    pop = list(range(10))
+    s = tu.random_sample(pop, 4)
+    assert len(s) == 4 and len(set(s)) == 4 and pop == list(range(10))
+    x, y = tu.rand_coord_2d(0, 5, 10, 12)
+    assert 0 <= x < 5 and 10 <= y < 12
+    m = tu.new_orthonormal_matrix_2d(4)
+    np.testing.assert_allclose(m @ m.T, np.eye(4), atol=1e-10)
+    for g in (tu.new_matrix_with_real_eigvals_nd((2, 3, 3)), tu.new_sym_matrix_with_real_eigvals_nd((2, 3, 3))):
+        assert g.shape == (2, 3, 3)
+        ev = np.linalg.eigvals(g)
+        assert np.abs(ev.imag).max() < 1e-8 and np.abs(ev.real).max() <= 10
+    s2 = tu.new_sym_matrix_with_real_eigvals_2d(3)
+    np.testing.assert_allclose(s2, s2.T, atol=1e-12)
+    assert tu.mean_check(lambda n: np.random.normal(1.0, 2.0, size=n), 1.0, 2.0, nsamples=20000)
+    assert not tu.mean_check(lambda n: np.random.normal(1.5, 2.0, size=n), 1.0, 2.0, nsamples=20000)
+    assert tu.var_check(lambda n: np.random.normal(0, 2.0, size=n), 2.0, nsamples=20000)
+    assert not tu.var_check(lambda n: np.random.normal(0, 3.0, size=n), 2.0, nsamples=20000)
+    buckets, probs = tu.gen_buckets_probs_with_ppf(lambda q: 2 * q, 4)
+    assert buckets == [(0.0, 0.5), (0.5, 1.0), (1.0, 1.5), (1.5, 2.0)] and probs == [0.25] * 4
+
+
+def test_ndarray_helpers():
+    a = mx.nd.ones((2, 3))
+    assert tu.same_array(a, a[0:2]) and not tu.same_array(a, a.copy())
+    np.testing.assert_array_equal(a.asnumpy(), 1)
+    v = tu.create_vector(4)
+    assert v.dtype == np.int64 and v.asnumpy().tolist() == [0, 1, 2, 3]
+    t = tu.create_2d_tensor(3, 2, dtype=np.int32)
+    assert t.dtype == np.int32 and t.asnumpy().tolist() == [[0, 0], [1, 1], [2, 2]]
+    i = tu.get_identity_mat(3)
+    assert i.dtype == np.float32 and i.asnumpy().tolist() == np.eye(3).tolist()
+    assert tu.get_identity_mat_batch(2).shape == (2, 2, 2)
+
+
+def test_environment_and_misc(tmp_path):
+    name = "OXNET_TEST_API_GAPS_VAR"
+    assert tu.getenv(name) is None
+    with tu.environment(name, "1"):
+        assert tu.getenv(name) == "1" and os.environ[name] == "1"
+        with tu.environment({name: None}):
+            assert tu.getenv(name) is None
+        assert tu.getenv(name) == "1"
+    assert name not in os.environ
+    tu.setenv(name, "x")
+    assert os.environ[name] == "x"
+    tu.setenv(name, None)
+    assert name not in os.environ
+    with tu.discard_stderr():
+        pass
+    assert list(tu.list_gpus()) == [] and tu.is_op_runnable()
+    assert tu.get_im2rec_path().endswith(os.path.join("tools", "im2rec.py"))
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "im2rec.py").write_text("")
+    with tu.environment("MXNET_HOME", str(tmp_path)):
+        assert tu.get_im2rec_path() == str(tmp_path / "tools" / "im2rec.py")
+    calls = []
+
+    @tu.retry(3)
+    def flaky():
+        calls.append(1)
+        assert len(calls) >= 2
+
+    flaky()
+    assert len(calls) == 2
+
+    @tu.retry(2)
+    def bad():
+        raise AssertionError("always")
+
+    with pytest.raises(AssertionError, match="always"):
+        bad()
+
+
+def test_dummy_iter():
+    it = mx.io.NDArrayIter(np.arange(12).reshape(6, 2), np.arange(6), batch_size=2)
+    d = tu.DummyIter(it)
+    assert isinstance(d, mx.io.DataIter) and d.batch_size == 2
+    assert d.provide_data == it.provide_data
+    first = next(d)
+    assert all(b is first for _, b in zip(range(5), d))
+    assert first.data[0].asnumpy().tolist() == [[0, 1], [2, 3]]
