@@ -460,3 +460,68 @@ def test_dummy_iter():
     first = next(d)
     assert all(b is first for _, b in zip(range(5), d))
     assert first.data[0].asnumpy().tolist() == [[0, 1], [2, 3]]
+
+
+def test_as_nd_ndarray_is_self():
+    a = mx.nd.ones(3)
+    assert a.as_nd_ndarray() is a
+
+
+# ---------------------------------------------------------------------------
+# mx.io.PrefetchingIter (the same script printed the same batches, pads and
+# provide_data with MXNet 1.9.1)
+# ---------------------------------------------------------------------------
+
+
+def _two_iters():
+    i1 = mx.io.NDArrayIter({"data": mx.nd.array(np.arange(20).reshape(10, 2))}, mx.nd.array(np.arange(10)),
+                           batch_size=4)
+    i2 = mx.io.NDArrayIter({"data": mx.nd.array(np.arange(30).reshape(10, 3))}, batch_size=4)
+    return i1, i2
+
+
+def test_prefetching_iter_joins_and_renames():
+    p = mx.io.PrefetchingIter(list(_two_iters()), rename_data=[{"data": "d1"}, {"data": "d2"}])
+    assert [(d.name, d.shape) for d in p.provide_data] == [("d1", (4, 2)), ("d2", (4, 3))]
+    assert [(d.name, d.shape) for d in p.provide_label] == [("softmax_label", (4,))]
+    assert p.batch_size == 4 and isinstance(p, mx.io.DataIter)
+    r1, r2 = _two_iters()
+    for epoch in range(2):
+        got = list(p)
+        want = list(zip(r1, r2))
+        assert len(got) == len(want) == 3
+        for b, (w1, w2) in zip(got, want):
+            assert len(b.data) == 2 and len(b.label) == 1
+            np.testing.assert_array_equal(b.data[0].asnumpy(), w1.data[0].asnumpy())
+            np.testing.assert_array_equal(b.data[1].asnumpy(), w2.data[0].asnumpy())
+            np.testing.assert_array_equal(b.label[0].asnumpy(), w1.label[0].asnumpy())
+            assert b.pad == w1.pad and [d.name for d in b.provide_data] == ["d1", "d2"]
+        assert got[-1].pad == 2
+        assert not p.iter_next()  # stays at the end until reset
+        p.reset()
+        r1.reset()
+        r2.reset()
+
+
+def test_prefetching_iter_single_and_errors():
+    p = mx.io.PrefetchingIter(mx.io.NDArrayIter(np.ones((3, 2)), batch_size=2, last_batch_handle="discard"))
+    assert [b.data[0].shape for b in p] == [(2, 2)]
+    with pytest.raises(StopIteration):
+        p.next()
+    a = mx.io.NDArrayIter(np.ones((4, 2)), batch_size=2)
+    b = mx.io.NDArrayIter(np.ones((6, 2)), batch_size=2)
+    p = mx.io.PrefetchingIter([a, b])
+    p.next()
+    p.next()
+    with pytest.raises(ValueError, match="mismatches between iterators"):
+        p.next()
+    with pytest.raises(ValueError, match="at least one"):
+        mx.io.PrefetchingIter([])
+
+    class Broken(mx.io.NDArrayIter):
+        def next(self):
+            raise RuntimeError("broken source")
+
+    p = mx.io.PrefetchingIter(Broken(np.ones((4, 2)), batch_size=2))
+    with pytest.raises(RuntimeError, match="broken source"):
+        p.next()

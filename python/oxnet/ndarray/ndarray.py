@@ -542,6 +542,11 @@ class _Methods:
         """A new array with the same contents on the same context."""
         return _invoke1("_copy", [self])
 
+    def as_nd_ndarray(self):
+        """This array itself: it already is a classic ``mx.nd`` NDArray
+        (MXNet's conversion from its NumPy-compatible arrays, zero copy)."""
+        return self
+
     def tostype(self, stype):
         """A copy of the array with storage type ``stype`` (see
         :func:`oxnet.ndarray.cast_storage`). oxnet arrays are dense: 'default'
