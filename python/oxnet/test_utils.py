@@ -883,3 +883,90 @@ class DummyIter(_DataIter):
     def next(self):
         """The first batch of the real iterator (never StopIteration)."""
         return self.the_batch
+
+
+def _chi2_sf(stat, dof):
+    """P(X >= stat) for a chi-square variable with ``dof`` degrees of
+    freedom: the regularized upper incomplete gamma Q(dof/2, stat/2)."""
+    import math
+
+    a, x = dof / 2.0, stat / 2.0
+    if x <= 0:
+        return 1.0
+    log_front = a * math.log(x) - x - math.lgamma(a)
+    if x < a + 1:
+        # lower series: P(a, x) = x^a e^-x / Gamma(a + 1) * sum x^n / ((a+1)...(a+n))
+        term = total = 1.0 / a
+        n = 1
+        while abs(term) > abs(total) * 1e-16 and n < 10000:
+            term *= x / (a + n)
+            total += term
+            n += 1
+        return max(0.0, 1.0 - total * math.exp(log_front))
+    # continued fraction for Q(a, x) (modified Lentz)
+    tiny = 1e-300
+    b = x + 1.0 - a
+    c = 1.0 / tiny
+    d = 1.0 / b
+    h = d
+    for i in range(1, 10000):
+        an = -i * (i - a)
+        b += 2.0
+        d = an * d + b
+        d = tiny if abs(d) < tiny else d
+        c = b + an / c
+        c = tiny if abs(c) < tiny else c
+        d = 1.0 / d
+        step = d * c
+        h *= step
+        if abs(step - 1.0) < 1e-16:
+            break
+    return min(1.0, math.exp(log_front) * h)
+
+
+def chi_square_check(generator, buckets, probs, nsamples=1000000):
+    """Chi-square goodness-of-fit test of ``generator(n)`` (n i.i.d.
+    samples) against bucket probabilities ``probs``.
+
+    ``buckets`` is a list of ascending, non-overlapping (low, high) ranges
+    for a continuous distribution (a sample x counts in the range with
+    low <= x < high), or of the possible values of a discrete one.
+    Returns (p, observed counts, expected counts); a p above e.g. 0.05
+    means the samples fit. (MXNet calls SciPy; oxnet computes the
+    chi-square survival function itself.)"""
+    assert isinstance(buckets, list)
+    assert len(probs) == len(buckets)
+    samples = np.asarray(generator(nsamples))
+    expected = (nsamples * np.array(probs, dtype=np.float32)).astype(np.int32)
+    observed = np.zeros(len(buckets), dtype=np.int64)
+    if isinstance(buckets[0], (list, tuple)):
+        edges = np.zeros(2 * len(buckets), dtype=np.float32)
+        for i, (lo, hi) in enumerate(buckets):
+            assert lo <= hi
+            if i + 1 < len(buckets):
+                assert hi <= buckets[i + 1][0]
+            edges[2 * i], edges[2 * i + 1] = lo, hi
+        ids = np.searchsorted(edges, samples, side="right")
+        inside = ids % 2 == 1
+        for i in range(len(buckets)):
+            observed[i] = np.count_nonzero(inside & (ids // 2 == i))
+    else:
+        for i, v in enumerate(buckets):
+            observed[i] = np.count_nonzero(samples == v)
+    exp_f = expected.astype(np.float64)
+    stat = float(np.sum((observed - exp_f) ** 2 / exp_f))
+    return _chi2_sf(stat, len(buckets) - 1), observed, expected
+
+
+def verify_generator(generator, buckets, probs, nsamples=1000000, nrepeat=5, success_rate=0.2, alpha=0.05):
+    """Run :func:`chi_square_check` ``nrepeat`` times; raise AssertionError
+    unless at least ``nrepeat * success_rate`` runs have p > ``alpha``.
+    Returns the list of p values."""
+    runs = [chi_square_check(generator, buckets, probs, nsamples) for _ in range(nrepeat)]
+    ps = [r[0] for r in runs]
+    if (np.array(ps) > alpha).sum() < nrepeat * success_rate:
+        raise AssertionError(
+            "Generator test fails, Chi-square p=%s, obs_freq=%s, expected_freq=%s.\nbuckets=%s, probs=%s"
+            % (ps, [r[1] for r in runs], [r[2] for r in runs], buckets, probs)
+        )
+    return ps

@@ -525,3 +525,30 @@ def test_prefetching_iter_single_and_errors():
     p = mx.io.PrefetchingIter(Broken(np.ones((4, 2)), batch_size=2))
     with pytest.raises(RuntimeError, match="broken source"):
         p.next()
+
+
+def test_chi_square_survival_function():
+    # chi-square 95% quantiles for 1 and 4 degrees of freedom; 2 dof is exp(-x/2)
+    assert abs(tu._chi2_sf(3.841458820694124, 1) - 0.05) < 1e-9
+    assert abs(tu._chi2_sf(9.487729036781154, 4) - 0.05) < 1e-9
+    assert abs(tu._chi2_sf(0.5, 4) - 0.9735009788392561) < 1e-9  # series branch
+    for x in (0.1, 1.0, 7.5, 40.0):
+        assert abs(tu._chi2_sf(x, 2) - np.exp(-x / 2)) < 1e-12
+    assert tu._chi2_sf(0.0, 3) == 1.0
+
+
+def test_chi_square_check_and_verify_generator():
+    np.random.seed(7)
+    buckets, probs = tu.gen_buckets_probs_with_ppf(lambda q: q, 5)  # uniform on [0, 1)
+    p, obs, exp = tu.chi_square_check(lambda n: np.random.uniform(0, 1, size=n), buckets, probs, nsamples=20000)
+    assert p > 1e-3 and obs.sum() == 20000 and exp.tolist() == [4000] * 5
+    p, _, _ = tu.chi_square_check(lambda n: np.random.uniform(0, 0.9, size=n), buckets, probs, nsamples=20000)
+    assert p < 1e-6
+    p, obs, _ = tu.chi_square_check(lambda n: np.random.randint(0, 3, size=n), [0, 1, 2], [1 / 3.0] * 3,
+                                    nsamples=9000)
+    assert p > 1e-3 and obs.sum() == 9000
+    ps = tu.verify_generator(lambda n: np.random.randint(0, 3, size=n), [0, 1, 2], [1 / 3.0] * 3,
+                             nsamples=3000, nrepeat=3)
+    assert len(ps) == 3
+    with pytest.raises(AssertionError, match="Generator test fails"):
+        tu.verify_generator(lambda n: np.zeros(n, dtype=int), [0, 1, 2], [1 / 3.0] * 3, nsamples=3000, nrepeat=2)
