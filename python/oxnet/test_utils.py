@@ -970,3 +970,29 @@ def verify_generator(generator, buckets, probs, nsamples=1000000, nrepeat=5, suc
             % (ps, [r[1] for r in runs], [r[2] for r in runs], buckets, probs)
         )
     return ps
+
+
+def is_cd_run():
+    """True when the environment variable CD_JOB is '1' (a continuous-delivery run)."""
+    import os
+
+    return os.environ.get("CD_JOB", 0) == "1"
+
+
+def is_aarch64_run():
+    """True on an aarch64 machine."""
+    import platform
+
+    return platform.machine() == "aarch64"
+
+
+def has_tvm_ops():
+    """False: oxnet has no TVM-generated operators."""
+    return False
+
+
+def locationError(a, b, index, names, maxError=False):  # noqa: N802 (MXNet's name)
+    """The text 'Location of [maximum ]error: index, a=..., b=...' for the
+    element ``index`` of two NumPy arrays."""
+    which = "maximum " if maxError else ""
+    return "Location of %serror: %s, %s=%.8f, %s=%.8f" % (which, str(index), names[0], a[index], names[1], b[index])

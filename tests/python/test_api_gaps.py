@@ -552,3 +552,17 @@ def test_chi_square_check_and_verify_generator():
     assert len(ps) == 3
     with pytest.raises(AssertionError, match="Generator test fails"):
         tu.verify_generator(lambda n: np.zeros(n, dtype=int), [0, 1, 2], [1 / 3.0] * 3, nsamples=3000, nrepeat=2)
+
+
+def test_run_environment_predicates():
+    import platform
+
+    with tu.environment("CD_JOB", "1"):
+        assert tu.is_cd_run()
+    with tu.environment("CD_JOB", None):
+        assert not tu.is_cd_run()
+    assert tu.is_aarch64_run() == (platform.machine() == "aarch64")
+    assert tu.has_tvm_ops() is False
+    a, b = np.array([1.0, 2.5]), np.array([1.0, 2.0])
+    assert tu.locationError(a, b, (1,), ("x", "y"), maxError=True) == \
+        "Location of maximum error: (1,), x=2.50000000, y=2.00000000"
