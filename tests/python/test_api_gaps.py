@@ -114,6 +114,16 @@ def test_fresh_grad_setter_needs_a_variable():
         x.grad._fresh_grad = False
     x._fresh_grad = 1
     assert x._fresh_grad == 1
+    # a recorded result carries autograd state too: MXNet lets its flag be
+    # set (backward never sets it); its detached copy has none
+    with autograd.record():
+        y = x * 2
+    assert y._fresh_grad == 0
+    y._fresh_grad = True
+    assert y._fresh_grad == 1
+    y.backward()
+    with pytest.raises(mx.base.MXNetError, match="not been marked as a variable"):
+        y.detach()._fresh_grad = True
 
 
 # ---------------------------------------------------------------------------

@@ -56,6 +56,22 @@ impl GradReq {
     }
 }
 
+impl AgInfo {
+    /// MXNet's `_fresh_grad` of the array carrying this entry.
+    pub fn fresh_grad(&self) -> bool {
+        match self {
+            AgInfo::Variable(v) => v.fresh_grad(),
+            AgInfo::Output { node, .. } => node.fresh.load(Ordering::Acquire),
+        }
+    }
+    pub fn set_fresh_grad(&self, on: bool) {
+        match self {
+            AgInfo::Variable(v) => v.set_fresh_grad(on),
+            AgInfo::Output { node, .. } => node.fresh.store(on, Ordering::Release),
+        }
+    }
+}
+
 /// A variable: the leaf whose gradient backward writes.
 pub struct VarGrad {
     pub grad: Mutex<Option<NDArray>>,
@@ -100,6 +116,9 @@ pub struct TapeNode {
     saved: Mutex<Option<Saved>>,
     out_meta: Vec<(Shape, DType, Context)>,
     pub name: String,
+    /// `_fresh_grad` of the node's outputs (MXNet keeps the flag on every
+    /// autograd entry; backward never sets it on recorded outputs).
+    pub fresh: AtomicBool,
 }
 
 fn strip(a: &NDArray) -> NDArray {
@@ -121,6 +140,7 @@ fn record(backward: Backward, name: String, inputs: &[NDArray], outputs: &mut [N
             .map(|a| (a.shape.clone(), a.dtype(), a.ctx()))
             .collect(),
         name,
+        fresh: AtomicBool::new(false),
     });
     for (i, o) in outputs.iter_mut().enumerate() {
         o.ag = Some(AgInfo::Output {
