@@ -11,6 +11,7 @@ import numbers
 import numpy as np
 
 from .context import Context, current_context
+from .io.io import DataIter as _DataIter
 from .ndarray.ndarray import NDArray, array
 
 _default_ctx = None
@@ -468,3 +469,530 @@ def check_consistency(sym, ctx_list, scale=1.0, grad_req="write", arg_params=Non
             except AssertionError as e:
                 fail(f"check_consistency: train error, configuration {i} vs {gt_idx} at {name}", e)
     return gt
+
+
+# ---------------------------------------------------------------------------
+# Small helpers MXNet 1.9.1's test_utils also has
+# ---------------------------------------------------------------------------
+
+
+def get_rtol(rtol=None, dtype=np.dtype(np.float64)):
+    """``rtol``, or the default relative tolerance of ``dtype`` when None."""
+    return default_rtols()[np.dtype(dtype)] if rtol is None else rtol
+
+
+def get_atol(atol=None, dtype=np.dtype(np.float64)):
+    """``atol``, or the default absolute tolerance of ``dtype`` when None."""
+    return default_atols()[np.dtype(dtype)] if atol is None else atol
+
+
+def get_etol(etol=None):
+    """``etol`` (the tolerated fraction of mismatching elements), 0 when None."""
+    return 0 if etol is None else etol
+
+
+def effective_dtype(dat):
+    """The dtype that decides comparison tolerances for ``dat`` (an NDArray
+    or NumPy array): its own dtype (oxnet has no TF32 GPU arithmetic, which
+    makes MXNet treat float32 as float16 on some GPUs)."""
+    return np.dtype(dat.dtype)
+
+
+def assert_allclose(a, b, rtol=1e-07, atol=0, equal_nan=True):
+    """:func:`assert_almost_equal` with NumPy's ``assert_allclose`` defaults."""
+    assert_almost_equal(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+
+
+def assert_almost_equal_ignore_nan(a, b, rtol=None, atol=None, names=("a", "b")):
+    """:func:`assert_almost_equal`, ignoring the positions where either
+    array is NaN."""
+    a, b = np.array(_as_np(a)), np.array(_as_np(b))
+    skip = np.isnan(a) | np.isnan(b)
+    a[skip] = 0
+    b[skip] = 0
+    assert_almost_equal(a, b, rtol, atol, names)
+
+
+def assert_almost_equal_with_err(a, b, rtol=None, atol=None, etol=None, names=("a", "b"), equal_nan=False,
+                                 mismatches=(10, 10)):
+    """Like :func:`assert_almost_equal`, but with ``etol > 0`` a fraction
+    of up to ``etol`` elements may differ; raises AssertionError naming the
+    mismatch rate and the worst element otherwise. ``mismatches[0]`` bounds
+    the number of mismatching positions listed."""
+    etol = get_etol(etol)
+    if etol <= 0:
+        assert_almost_equal(a, b, rtol=rtol, atol=atol, names=names, equal_nan=equal_nan)
+        return
+    a, b = _as_np(a), _as_np(b)
+    rtol, atol = get_tols(a, b, rtol, atol)
+    close = np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    rate = 1 - np.count_nonzero(close) / max(close.size, 1)
+    if rate <= etol:
+        return
+    bad = np.argwhere(~close)[: max(int(mismatches[0]), 1)]
+    where = ", ".join(f"{tuple(int(i) for i in p)}: {names[0]}={a[tuple(p)]!r} {names[1]}={b[tuple(p)]!r}"
+                      for p in bad)
+    raise AssertionError(f"mismatch rate {rate:.2%} exceeds etol={etol} (rtol={rtol}, atol={atol}); {where}")
+
+
+def assert_exception(f, exception_type, *args, **kwargs):
+    """Raise AssertionError unless ``f(*args, **kwargs)`` raises ``exception_type``."""
+    try:
+        f(*args, **kwargs)
+    except exception_type:
+        return
+    raise AssertionError(f"{getattr(f, '__name__', f)} did not raise {exception_type}")
+
+
+def compare_ndarray_tuple(t1, t2, rtol=None, atol=None):
+    """Compare (nested tuples of) arrays with :func:`assert_almost_equal`;
+    nothing is compared when either side is None."""
+    if t1 is None or t2 is None:
+        return
+    if isinstance(t1, tuple):
+        for x, y in zip(t1, t2):
+            compare_ndarray_tuple(x, y, rtol, atol)
+    else:
+        assert_almost_equal(t1, t2, rtol=rtol, atol=atol)
+
+
+def assign_each(the_input, function):
+    """A float64 NumPy array of ``function(x)`` for each element x of
+    ``the_input`` (a copy of the input when ``function`` is None)."""
+    if function is None:
+        return np.array(the_input)
+    src = np.asarray(the_input)
+    out = np.zeros(src.shape)
+    for idx in np.ndindex(*src.shape):
+        out[idx] = function(src[idx])
+    return out
+
+
+def assign_each2(input1, input2, function):
+    """A float64 NumPy array of ``function(x, y)`` over the elements of two
+    arrays of one shape (a copy of ``input1`` when ``function`` is None)."""
+    if function is None:
+        return np.array(input1)
+    x, y = np.asarray(input1), np.asarray(input2)
+    assert x.shape == y.shape, f"assign_each2: shapes {x.shape} and {y.shape} differ"
+    out = np.zeros(x.shape)
+    for idx in np.ndindex(*x.shape):
+        out[idx] = function(x[idx], y[idx])
+    return out
+
+
+def np_reduce(dat, axis, keepdims, numpy_reduce_func):
+    """Reduce ``dat`` with ``numpy_reduce_func`` (such as ``np.sum``) over
+    ``axis`` (None, an int or a list), one axis at a time."""
+    axes = [axis] if isinstance(axis, int) else (list(axis) if axis is not None else list(range(dat.ndim)))
+    res = dat
+    for ax in sorted(axes, reverse=True):
+        res = numpy_reduce_func(res, axis=ax)
+    if keepdims:
+        shape = list(dat.shape)
+        for ax in axes:
+            shape[ax] = 1
+        res = np.reshape(res, shape)
+    return res
+
+
+def collapse_sum_like(a, shape):
+    """Sum the NumPy array ``a`` over the axes that ``shape`` (broadcastable
+    to ``a``'s shape) lacks or has as 1; returns an array of ``shape``."""
+    assert a.ndim >= len(shape)
+    if np.prod(shape) == 0 or a.size == 0:
+        return np.zeros(shape, dtype=a.dtype)
+    lead = a.ndim - len(shape)
+    axes = list(range(lead))
+    for i, s in enumerate(shape):
+        if s != a.shape[lead + i]:
+            assert s == 1, f"collapse_sum_like: shape {shape} does not broadcast to {a.shape}"
+            axes.append(lead + i)
+    return np.sum(a, axis=tuple(axes)).reshape(shape)
+
+
+def random_arrays(*shapes):
+    """Standard-normal NumPy arrays (``default_dtype()``) of the given shapes;
+    one array when one shape is given (a 0-d array for ``()``)."""
+    arrays = [np.array(np.random.randn(*s), dtype=default_dtype()) for s in shapes]
+    return arrays[0] if len(arrays) == 1 else arrays
+
+
+def random_uniform_arrays(*shapes, **kwargs):
+    """A list of NumPy arrays uniform in [low, high) (keywords ``low`` = 0,
+    ``high`` = 1, ``dtype`` = ``default_dtype()``) of the given shapes."""
+    low = kwargs.pop("low", 0.0)
+    high = kwargs.pop("high", 1.0)
+    dtype = kwargs.pop("dtype", default_dtype())
+    if kwargs:
+        raise TypeError("Got unexpected argument/s : " + str(kwargs.keys()))
+    return [np.random.uniform(low, high, size=s).astype(dtype) for s in shapes]
+
+
+def random_sample(population, k):
+    """``k`` elements of the list ``population`` in random order (NumPy's
+    global random state)."""
+    assert 0 <= k <= len(population)
+    pool = list(population)
+    np.random.shuffle(pool)
+    return pool[:k]
+
+
+def rand_coord_2d(x_low, x_high, y_low, y_high):
+    """A random integer point (x, y) with x in [x_low, x_high), y in [y_low, y_high)."""
+    return (np.random.randint(x_low, x_high, dtype=np.int64), np.random.randint(y_low, y_high, dtype=np.int64))
+
+
+def same_array(array1, array2):
+    """True when two NDArrays share memory: a change written to ``array1``
+    shows in ``array2`` (array1 is restored afterwards)."""
+    array1[:] += 1
+    followed = same(array1.asnumpy(), array2.asnumpy())
+    array1[:] -= 1
+    return followed and same(array1.asnumpy(), array2.asnumpy())
+
+
+def create_vector(size, dtype=np.int64):
+    """``mx.nd.arange(0, size)`` of ``dtype`` (int64 by default)."""
+    from .ndarray.ndarray import arange
+
+    return arange(0, size, dtype=dtype)
+
+
+def create_2d_tensor(rows, columns, dtype=np.int64):
+    """A (rows, columns) NDArray whose row i holds the value i."""
+    from .ndarray.ndarray import arange
+
+    return arange(0, rows, dtype=dtype).reshape(rows, 1).broadcast_to((rows, columns))
+
+
+def get_identity_mat(size):
+    """A float32 identity matrix (size, size) as an NDArray."""
+    return array(np.eye(size, dtype=np.float32))
+
+
+def get_identity_mat_batch(size):
+    """Two stacked float32 identity matrices, shape (2, size, size)."""
+    return array(np.stack([np.eye(size, dtype=np.float32)] * 2))
+
+
+def new_orthonormal_matrix_2d(n):
+    """A random orthonormal (n, n) NumPy matrix (float64)."""
+    x = np.random.randn(n, n)
+    return np.linalg.qr(x.T @ x)[0]
+
+
+def new_matrix_with_real_eigvals_2d(n):
+    """A random well-conditioned (n, n) NumPy matrix whose eigenvalues are
+    real and lie in [-10, 10): Q^-1 D Q with Q a scaled reflection of
+    condition number below 3."""
+    eye = np.eye(n)
+    while True:
+        v = np.random.uniform(-1.0, 1.0, (n, 1))
+        v /= np.linalg.norm(v)
+        q = (eye - 2 * v @ v.T) @ np.diag(np.random.uniform(-1.0, 1.0, n))
+        if np.linalg.cond(q, 2) < 3:
+            break
+    d = np.diag(np.random.uniform(-10.0, 10.0, n))
+    return np.linalg.inv(q) @ d @ q
+
+
+def new_matrix_with_real_eigvals_nd(shape):
+    """A stack (shape[:-2]) of :func:`new_matrix_with_real_eigvals_2d` matrices."""
+    count = int(np.prod(shape[:-2])) if len(shape) > 2 else 1
+    return np.array([new_matrix_with_real_eigvals_2d(shape[-1]) for _ in range(count)]).reshape(shape)
+
+
+def new_sym_matrix_with_real_eigvals_2d(n):
+    """A random symmetric (n, n) NumPy matrix with eigenvalues in [-10, 10)."""
+    q = new_orthonormal_matrix_2d(n)
+    return q.T @ np.diag(np.random.uniform(-10.0, 10.0, n)) @ q
+
+
+def new_sym_matrix_with_real_eigvals_nd(shape):
+    """A stack (shape[:-2]) of :func:`new_sym_matrix_with_real_eigvals_2d` matrices."""
+    count = int(np.prod(shape[:-2])) if len(shape) > 2 else 1
+    return np.array([new_sym_matrix_with_real_eigvals_2d(shape[-1]) for _ in range(count)]).reshape(shape)
+
+
+def mean_check(generator, mu, sigma, nsamples=1000000):
+    """True when the mean of ``generator(nsamples)`` lies within
+    mu +- 3 sigma / sqrt(nsamples)."""
+    m = np.asarray(generator(nsamples)).mean()
+    half = 3 * sigma / np.sqrt(nsamples)
+    return bool(mu - half < m < mu + half)
+
+
+def var_check(generator, sigma, nsamples=1000000):
+    """True when the sample variance (ddof=1) of ``generator(nsamples)`` lies
+    within sigma^2 +- 3 sqrt(2 sigma^4 / (nsamples - 1))."""
+    v = np.asarray(generator(nsamples)).var(ddof=1)
+    half = 3 * np.sqrt(2 * sigma**4 / (nsamples - 1))
+    return bool(sigma**2 - half < v < sigma**2 + half)
+
+
+def gen_buckets_probs_with_ppf(ppf, nbuckets):
+    """``nbuckets`` equiprobable buckets [(ppf(i/n), ppf((i+1)/n))] of a
+    distribution given its quantile function, and their probabilities."""
+    assert nbuckets > 0
+    buckets = [(ppf(i / float(nbuckets)), ppf((i + 1) / float(nbuckets))) for i in range(nbuckets)]
+    return buckets, [1.0 / nbuckets] * nbuckets
+
+
+def retry(n):
+    """Decorator: run a (stochastic) test up to ``n`` times, re-raising the
+    AssertionError of the last try."""
+    assert n > 0
+
+    def decorate(f):
+        import functools
+
+        @functools.wraps(f)
+        def wrapper(*args, **kwargs):
+            for i in range(n):
+                try:
+                    f(*args, **kwargs)
+                    return
+                except AssertionError:
+                    if i == n - 1:
+                        raise
+                    from .ndarray.ndarray import waitall
+
+                    waitall()
+
+        return wrapper
+
+    return decorate
+
+
+def getenv(name):
+    """The value of environment variable ``name`` as the native library sees
+    it (oxnet's core reads the process environment), or None."""
+    import os
+
+    return os.environ.get(name)
+
+
+def setenv(name, value):
+    """Set (or, with None, unset) environment variable ``name`` for the
+    process, native library included."""
+    import os
+
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+
+
+def environment(*args):
+    """Context manager setting environment variables for its body and
+    restoring them after: ``environment(name, value)`` or
+    ``environment({name: value, ...})``; a value of None unsets."""
+    import contextlib
+    import os
+
+    if len(args) == 1 and isinstance(args[0], dict):
+        wanted = dict(args[0])
+    else:
+        assert len(args) == 2, "Expecting one dict arg or two args: env var name and value"
+        wanted = {args[0]: args[1]}
+
+    @contextlib.contextmanager
+    def scope():
+        saved = {k: os.environ.get(k) for k in wanted}
+        try:
+            for k, v in wanted.items():
+                setenv(k, v)
+            yield
+        finally:
+            for k, v in saved.items():
+                setenv(k, v)
+
+    return scope()
+
+
+def discard_stderr():
+    """Context manager sending the process's standard error (file descriptor
+    2, native code included) to the null device for its body."""
+    import contextlib
+    import os
+    import sys
+
+    @contextlib.contextmanager
+    def scope():
+        try:
+            fd = sys.stderr.fileno()
+        except (AttributeError, OSError, ValueError):
+            yield
+            return
+        sys.stderr.flush()
+        saved = os.dup(fd)
+        try:
+            with open(os.devnull, "w") as null:
+                os.dup2(null.fileno(), fd)
+                try:
+                    yield
+                finally:
+                    sys.stderr.flush()
+                    os.dup2(saved, fd)
+        finally:
+            os.close(saved)
+
+    return scope()
+
+
+def list_gpus():
+    """``range(n)`` for the n GPUs oxnet can use (empty: no GPU backend yet)."""
+    from .context import num_gpus
+
+    return range(num_gpus())
+
+
+def is_op_runnable():
+    """True: every registered operator runs on oxnet's CPU backend."""
+    return True
+
+
+def get_im2rec_path(home_env="MXNET_HOME"):
+    """Path of the im2rec tool: ``$MXNET_HOME/tools/im2rec.py`` when that
+    file exists, else oxnet's own ``oxnet/tools/im2rec.py`` (run it as
+    ``python -m oxnet.tools.im2rec``)."""
+    import os
+
+    if home_env in os.environ:
+        p = os.path.join(os.environ[home_env], "tools", "im2rec.py")
+        if os.path.isfile(p):
+            return p
+    from .tools import im2rec
+
+    return os.path.abspath(im2rec.__file__)
+
+
+class DummyIter(_DataIter):
+    """A data iterator that returns the first batch of ``real_iter`` forever
+    (for speed tests); ``provide_data``, ``provide_label`` and
+    ``batch_size`` are the real iterator's."""
+
+    def __init__(self, real_iter):
+        super().__init__(real_iter.batch_size)
+        self.real_iter = real_iter
+        self.provide_data = real_iter.provide_data
+        self.provide_label = real_iter.provide_label
+        self.the_batch = next(real_iter)
+
+    def next(self):
+        """The first batch of the real iterator (never StopIteration)."""
+        return self.the_batch
+
+
+def _chi2_sf(stat, dof):
+    """P(X >= stat) for a chi-square variable with ``dof`` degrees of
+    freedom: the regularized upper incomplete gamma Q(dof/2, stat/2)."""
+    import math
+
+    a, x = dof / 2.0, stat / 2.0
+    if x <= 0:
+        return 1.0
+    log_front = a * math.log(x) - x - math.lgamma(a)
+    if x < a + 1:
+        # lower series: P(a, x) = x^a e^-x / Gamma(a + 1) * sum x^n / ((a+1)...(a+n))
+        term = total = 1.0 / a
+        n = 1
+        while abs(term) > abs(total) * 1e-16 and n < 10000:
+            term *= x / (a + n)
+            total += term
+            n += 1
+        return max(0.0, 1.0 - total * math.exp(log_front))
+    # continued fraction for Q(a, x) (modified Lentz)
+    tiny = 1e-300
+    b = x + 1.0 - a
+    c = 1.0 / tiny
+    d = 1.0 / b
+    h = d
+    for i in range(1, 10000):
+        an = -i * (i - a)
+        b += 2.0
+        d = an * d + b
+        d = tiny if abs(d) < tiny else d
+        c = b + an / c
+        c = tiny if abs(c) < tiny else c
+        d = 1.0 / d
+        step = d * c
+        h *= step
+        if abs(step - 1.0) < 1e-16:
+            break
+    return min(1.0, math.exp(log_front) * h)
+
+
+def chi_square_check(generator, buckets, probs, nsamples=1000000):
+    """Chi-square goodness-of-fit test of ``generator(n)`` (n i.i.d.
+    samples) against bucket probabilities ``probs``.
+
+    ``buckets`` is a list of ascending, non-overlapping (low, high) ranges
+    for a continuous distribution (a sample x counts in the range with
+    low <= x < high), or of the possible values of a discrete one.
+    Returns (p, observed counts, expected counts); a p above e.g. 0.05
+    means the samples fit. (MXNet calls SciPy; oxnet computes the
+    chi-square survival function itself.)"""
+    assert isinstance(buckets, list)
+    assert len(probs) == len(buckets)
+    samples = np.asarray(generator(nsamples))
+    expected = (nsamples * np.array(probs, dtype=np.float32)).astype(np.int32)
+    observed = np.zeros(len(buckets), dtype=np.int64)
+    if isinstance(buckets[0], (list, tuple)):
+        edges = np.zeros(2 * len(buckets), dtype=np.float32)
+        for i, (lo, hi) in enumerate(buckets):
+            assert lo <= hi
+            if i + 1 < len(buckets):
+                assert hi <= buckets[i + 1][0]
+            edges[2 * i], edges[2 * i + 1] = lo, hi
+        ids = np.searchsorted(edges, samples, side="right")
+        inside = ids % 2 == 1
+        for i in range(len(buckets)):
+            observed[i] = np.count_nonzero(inside & (ids // 2 == i))
+    else:
+        for i, v in enumerate(buckets):
+            observed[i] = np.count_nonzero(samples == v)
+    exp_f = expected.astype(np.float64)
+    stat = float(np.sum((observed - exp_f) ** 2 / exp_f))
+    return _chi2_sf(stat, len(buckets) - 1), observed, expected
+
+
+def verify_generator(generator, buckets, probs, nsamples=1000000, nrepeat=5, success_rate=0.2, alpha=0.05):
+    """Run :func:`chi_square_check` ``nrepeat`` times; raise AssertionError
+    unless at least ``nrepeat * success_rate`` runs have p > ``alpha``.
+    Returns the list of p values."""
+    runs = [chi_square_check(generator, buckets, probs, nsamples) for _ in range(nrepeat)]
+    ps = [r[0] for r in runs]
+    if (np.array(ps) > alpha).sum() < nrepeat * success_rate:
+        raise AssertionError(
+            "Generator test fails, Chi-square p=%s, obs_freq=%s, expected_freq=%s.\nbuckets=%s, probs=%s"
+            % (ps, [r[1] for r in runs], [r[2] for r in runs], buckets, probs)
+        )
+    return ps
+
+
+def is_cd_run():
+    """True when the environment variable CD_JOB is '1' (a continuous-delivery run)."""
+    import os
+
+    return os.environ.get("CD_JOB", 0) == "1"
+
+
+def is_aarch64_run():
+    """True on an aarch64 machine."""
+    import platform
+
+    return platform.machine() == "aarch64"
+
+
+def has_tvm_ops():
+    """False: oxnet has no TVM-generated operators."""
+    return False
+
+
+def locationError(a, b, index, names, maxError=False):  # noqa: N802 (MXNet's name)
+    """The text 'Location of [maximum ]error: index, a=..., b=...' for the
+    element ``index`` of two NumPy arrays."""
+    which = "maximum " if maxError else ""
+    return "Location of %serror: %s, %s=%.8f, %s=%.8f" % (which, str(index), names[0], a[index], names[1], b[index])

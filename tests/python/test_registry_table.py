@@ -2709,6 +2709,16 @@ TABLE.update({
 })
 
 
+# small MXNet API gaps: cast_storage (dense 'default' storage only; a copy, identity gradient)
+TABLE.update({
+    "cast_storage": [
+        ref([U(3, 4)], lambda x, **k: x, {"stype": "default"}),
+        ref([A([[1, -2], [3, 2 ** 40]], dtype=np.int64)], lambda x, **k: x, {"stype": "default"}, grad=False,
+            id="int64-exact"),
+    ],
+})
+
+
 def test_aliases_resolve_to_entries():
     """Every registered name (aliases included) reaches a table entry, and
     the public ones are callable as mx.nd functions."""

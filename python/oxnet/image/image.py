@@ -37,6 +37,8 @@ __all__ = [
     "center_crop",
     "color_normalize",
     "random_size_crop",
+    "imrotate",
+    "random_rotate",
     "Augmenter",
     "SequentialAug",
     "ResizeAug",
@@ -288,6 +290,84 @@ def random_size_crop(src, size, area, ratio, interp=2, **kwargs):
             out = fixed_crop(src, x0, y0, new_w, new_h, size, interp)
             return out, (x0, y0, new_w, new_h)
     return center_crop(src, size, interp)
+
+
+def imrotate(src, rotation_degrees, zoom_in=False, zoom_out=False):
+    """Rotate image(s) counter-clockwise about their centre, sampling
+    bilinearly (``BilinearSampler``; pixels that come from outside are 0).
+
+    Parameters
+    ----------
+    src : NDArray
+        float32 image (c, h, w) or batch (n, c, h, w).
+    rotation_degrees : scalar or NDArray
+        The angle in degrees: a scalar for one image; for a batch, a scalar
+        (every image) or a 1-D array of n angles.
+    zoom_in : bool
+        Scale so that no padding shows in the result.
+    zoom_out : bool
+        Scale so that the whole rotated image fits in the result.
+
+    Returns an NDArray of ``src``'s shape.
+    """
+    if zoom_in and zoom_out:
+        raise ValueError("`zoom_in` and `zoom_out` cannot be both True")
+    if not isinstance(src, NDArray):
+        raise TypeError("imrotate: src must be an NDArray, got %s" % type(src).__name__)
+    if src.dtype != np.float32:
+        raise TypeError("Only `float32` images are supported by this function")
+    single = src.ndim == 3
+    if single:
+        if not isinstance(rotation_degrees, numeric_types):
+            raise TypeError("When a single image is passed the rotation angle is required to be a scalar.")
+        src = src.expand_dims(axis=0)
+    elif src.ndim != 4:
+        raise ValueError("Only 3D and 4D are supported by this function")
+    n, _, h, w = src.shape
+    if isinstance(rotation_degrees, numeric_types):
+        deg = np.full(n, float(rotation_degrees))
+    else:
+        deg = (rotation_degrees.asnumpy() if isinstance(rotation_degrees, NDArray)
+               else np.asarray(rotation_degrees)).astype(np.float64).reshape(-1)
+    if deg.shape[0] != n:
+        raise ValueError("The number of images must be equal to the number of rotation angles")
+    rad = (deg * np.pi / 180.0).reshape(n, 1, 1)
+    # output pixel coordinates relative to the image centre
+    cy, cx = (h - 1) / 2.0, (w - 1) / 2.0
+    ys = (np.arange(h, dtype=np.float64) - cy).reshape(1, h, 1)
+    xs = (np.arange(w, dtype=np.float64) - cx).reshape(1, 1, w)
+    cos, sin = np.cos(rad), np.sin(rad)
+    # where each output pixel samples the input, normalised to [-1, 1]
+    # after the rotation so that the aspect ratio is kept
+    gx = (xs * cos - ys * sin) / cx
+    gy = (xs * sin + ys * cos) / cy
+    if zoom_in or zoom_out:
+        # half-extents of the rotated frame, from its two corner directions
+        diag = np.hypot(h, w)
+        corner = np.arctan2(h, w)
+        a = np.abs(rad)
+        ext_x = np.maximum(np.abs(diag * np.cos(corner + a)), np.abs(diag * np.cos(corner - a)))
+        ext_y = np.maximum(np.abs(diag * np.sin(corner + a)), np.abs(diag * np.sin(corner - a)))
+        if zoom_out:
+            scale = np.maximum(ext_x / w, ext_y / h)
+        else:
+            scale = np.minimum(w / ext_x, h / ext_y)
+        gx, gy = gx * scale, gy * scale
+    grid = nd.array(np.stack([gx, gy], axis=1).astype(np.float32), ctx=src.context)
+    out = nd.BilinearSampler(src, grid)
+    return out[0] if single else out
+
+
+def random_rotate(src, angle_limits, zoom_in=False, zoom_out=False):
+    """Rotate image(s) by angles drawn uniformly from ``angle_limits``
+    (lower, upper) in degrees (NumPy's global random state; one angle per
+    image of a batch). ``src``, ``zoom_in``, ``zoom_out`` and the result as
+    in :func:`imrotate`."""
+    if src.ndim == 3:
+        degrees = np.random.uniform(*angle_limits)
+    else:
+        degrees = nd.array(np.random.uniform(*angle_limits, size=src.shape[0]))
+    return imrotate(src, degrees, zoom_in=zoom_in, zoom_out=zoom_out)
 
 
 def _is_rgb_f32(src):

@@ -7,6 +7,7 @@ from .io import (  # noqa: F401
     ImageRecordIter,
     ImageRecordUInt8Iter,
     NDArrayIter,
+    PrefetchingIter,
     ResizeIter,
 )
 
@@ -17,5 +18,6 @@ __all__ = [
     "ImageRecordIter",
     "ImageRecordUInt8Iter",
     "NDArrayIter",
+    "PrefetchingIter",
     "ResizeIter",
 ]

@@ -646,3 +646,126 @@ class ImageRecordUInt8Iter(ImageRecordIter):
     def __init__(self, *args, **kwargs):
         kwargs["dtype"] = "uint8"
         super(ImageRecordUInt8Iter, self).__init__(*args, **kwargs)
+
+
+class PrefetchingIter(DataIter):
+    """Fetch the next batch of one or more data iterators in background
+    threads while the current one is used.
+
+    Parameters
+    ----------
+    iters : DataIter or list of DataIter
+        The iterators; their batches are joined (data after data, label
+        after label) into one DataBatch. They must yield the same number of
+        batches with the same padding.
+    rename_data : None or list of dict
+        For the i-th iterator, {'original_name': 'new_name'} covering each
+        of its ``provide_data`` entries.
+    rename_label : None or list of dict
+        The same for ``provide_label``.
+
+    An exception raised by an iterator's ``next`` is raised by this
+    iterator's ``next``.
+    """
+
+    def __init__(self, iters, rename_data=None, rename_label=None):
+        import concurrent.futures
+
+        super().__init__()
+        if not isinstance(iters, list):
+            iters = [iters]
+        if not iters:
+            raise ValueError("PrefetchingIter: iters must hold at least one DataIter")
+        self.n_iter = len(iters)
+        self.iters = iters
+        self.rename_data = rename_data
+        self.rename_label = rename_label
+        self.batch_size = self.provide_data[0][1][0]
+        self.current_batch = None
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=self.n_iter,
+                                                           thread_name_prefix="PrefetchingIter")
+        self._pending = None
+        self._prefetch()
+
+    @staticmethod
+    def _fetch(it):
+        try:
+            return it.next()
+        except StopIteration:
+            return None
+
+    def _prefetch(self):
+        self._pending = [self._pool.submit(self._fetch, it) for it in self.iters]
+
+    def _collect(self):
+        pending, self._pending = self._pending, None
+        return [f.result() for f in pending]
+
+    @staticmethod
+    def _renamed(descs, renames):
+        if renames is None:
+            return sum(descs, [])
+        return sum([[DataDesc(r[d.name], d.shape, d.dtype) if isinstance(d, DataDesc) else DataDesc(r[d[0]], d[1])
+                     for d in ds] for r, ds in zip(renames, descs)], [])
+
+    @property
+    def provide_data(self):
+        return self._renamed([list(i.provide_data) for i in self.iters], self.rename_data)
+
+    @property
+    def provide_label(self):
+        return self._renamed([list(i.provide_label or []) for i in self.iters], self.rename_label)
+
+    def reset(self):
+        """Wait for the batches being fetched, reset every iterator and
+        start fetching from the beginning."""
+        if self._pending is not None:
+            for f in self._pending:
+                f.exception()  # wait; an error of a discarded fetch is dropped with it
+            self._pending = None
+        for it in self.iters:
+            it.reset()
+        self._prefetch()
+
+    def iter_next(self):
+        if self._pending is None:
+            return False
+        batches = self._collect()
+        if batches[0] is None:
+            if any(b is not None for b in batches):
+                raise ValueError("Number of entry mismatches between iterators")
+            return False
+        if any(b is None or b.pad != batches[0].pad for b in batches):
+            raise ValueError("Number of entry mismatches between iterators")
+        self.current_batch = DataBatch(
+            sum([list(b.data) for b in batches], []),
+            sum([list(b.label or []) for b in batches], []),
+            batches[0].pad,
+            batches[0].index,
+            provide_data=self.provide_data,
+            provide_label=self.provide_label,
+        )
+        self._prefetch()
+        return True
+
+    def next(self):
+        if self.iter_next():
+            return self.current_batch
+        raise StopIteration
+
+    def getdata(self):
+        return self.current_batch.data
+
+    def getlabel(self):
+        return self.current_batch.label
+
+    def getindex(self):
+        return self.current_batch.index
+
+    def getpad(self):
+        return self.current_batch.pad
+
+    def __del__(self):
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.shutdown(wait=False)

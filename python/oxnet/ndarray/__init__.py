@@ -43,7 +43,7 @@ from .ndarray import (  # noqa: F401
     true_divide,
     unravel_index,
 )
-from .legacy import all_finite, histogram, multi_all_finite, onehot_encode  # noqa: F401
+from .legacy import all_finite, histogram, imdecode, multi_all_finite, onehot_encode  # noqa: F401
 from .dlpack import from_dlpack, from_numpy, to_dlpack_for_read, to_dlpack_for_write  # noqa: F401
 from . import op  # noqa: F401
 from . import linalg  # noqa: F401

@@ -96,6 +96,11 @@ def histogram(a: Any, bins: Any = ..., range: Any = ...) -> Any:
     """Compute the histogram of the input data (flattened)."""
 
 
+def imdecode(str_img: Any, clip_rect: Any = ..., out: Any = ..., index: Any = ..., channels: Any = ..., mean: Any = ...) -> Any:
+    """DEPRECATED (use :func:`oxnet.image.imdecode`): decode a JPEG or PNG
+    image into a (channels, height, width) array, MXNet's legacy layout."""
+
+
 def imperative_invoke(op: Any, inputs: Any, kwargs: Any = ..., out: Any = ..., ctx: Any = ...) -> Any:
     """Run operator ``op`` (an ``_native.Op`` or a name) on ``inputs``."""
 
@@ -588,6 +593,10 @@ def broadcast_to(data: Any = ..., shape: Any = ..., *, out: Any = ..., name: Any
 
 def cast(data: Any = ..., dtype: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
     """Cast to `dtype`."""
+
+
+def cast_storage(data: Any = ..., stype: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
+    """Casts tensor storage type to the new type `stype`."""
 
 
 def cbrt(data: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:

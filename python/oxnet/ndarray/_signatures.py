@@ -129,6 +129,7 @@ ARGS = {
     'broadcast_sub': ('lhs', 'rhs'),
     'broadcast_to': ('data', 'shape'),
     'cast': ('data', 'dtype'),
+    'cast_storage': ('data', 'stype'),
     'cbrt': ('data',),
     'ceil': ('data',),
     'choose_element_0index': ('data', 'index', 'axis', 'keepdims', 'mode'),

@@ -107,3 +107,95 @@ def multi_all_finite(*data, num_arrays=1, init_output=True, out=None, name=None)
     """
     kwargs = {"num_arrays": num_arrays, "init_output": init_output}
     return _finite_check("multi_all_finite", data, kwargs, out)
+
+
+def imdecode(str_img, clip_rect=(0, 0, 0, 0), out=None, index=0, channels=3, mean=None):
+    """DEPRECATED (use :func:`oxnet.image.imdecode`): decode a JPEG or PNG
+    image into a (channels, height, width) array, MXNet's legacy layout.
+
+    Parameters
+    ----------
+    str_img : bytes, bytearray or numpy.ndarray
+        The encoded image.
+    clip_rect : 4 ints (x0, y0, x1, y1)
+        Keep only columns x0..x1-1 and rows y0..y1-1. When y0 == y1 (the
+        default (0, 0, 0, 0)) the whole image is kept.
+    out : NDArray, optional
+        Buffer to write into: 3-D (channels, h, w), or 4-D (n, channels, h, w)
+        with the image written to ``out[index]``. Returned instead of a new
+        array.
+    index : int
+        Which slice of a 4-D ``out`` receives the image.
+    channels : int
+        1 decodes to grayscale; 2 or 3 keep the first channels of the colour
+        image in OpenCV's BGR order (as MXNet's decoder gives them).
+    mean : NDArray, optional
+        (channels, h, w) array subtracted from the image.
+
+    Returns a new float32 array (``mean``'s dtype when it is given) of shape
+    (channels, h, w), or ``out``. Decoding runs in Rust on the engine
+    (outside the GIL); a corrupt image raises at the wait on the result.
+    """
+    from .. import _native
+    from ..image.image import _as_bytes
+
+    data = _as_bytes(str_img, "imdecode")
+    if isinstance(channels, bool) or not isinstance(channels, integer_types) or not 1 <= channels <= 3:
+        raise ValueError(
+            "imdecode: channels must be 1 (grayscale), 2 or 3 (BGR colour), got %r "
+            "(4-channel / alpha decoding is not supported)" % (channels,)
+        )
+    try:
+        x0, y0, x1, y1 = (int(v) for v in clip_rect)
+    except (TypeError, ValueError):
+        raise ValueError("imdecode: clip_rect must be 4 ints (x0, y0, x1, y1), got %r" % (clip_rect,)) from None
+    if mean is not None and not isinstance(mean, NDArray):
+        raise TypeError("imdecode: mean must be an NDArray, got %s" % type(mean).__name__)
+    if out is not None and not isinstance(out, NDArray):
+        raise TypeError("imdecode: out must be an NDArray, got %s" % type(out).__name__)
+    img = _native.imdecode(data, 0 if channels == 1 else 1, False, None, None)
+    h, w, _ = img.shape
+    if y1 - y0 == 0:
+        x0, y0, x1, y1 = 0, 0, w, h
+    if not (0 <= x0 < x1 <= w and 0 <= y0 < y1 <= h):
+        raise ValueError(
+            "imdecode: clip_rect (%d, %d, %d, %d) must satisfy 0 <= x0 < x1 <= width and "
+            "0 <= y0 < y1 <= height for an image of width %d, height %d" % (x0, y0, x1, y1, w, h)
+        )
+    shape = (channels, y1 - y0, x1 - x0)
+    dst = None
+    if out is not None:
+        if out.ndim == 3:
+            dst = out
+        elif out.ndim == 4:
+            if isinstance(index, bool) or not isinstance(index, integer_types) or not 0 <= index < out.shape[0]:
+                raise ValueError("imdecode: index %r is out of range for out of shape %s" % (index, out.shape))
+            dst = out[index]
+        else:
+            raise ValueError(
+                "imdecode: out must be 3-D (channels, h, w) or 4-D (n, channels, h, w), got shape %s" % (out.shape,)
+            )
+        if dst.shape != shape:
+            raise ValueError(
+                "imdecode: out%s has shape %s, the decoded image needs %s (channels, h, w)"
+                % ("[%d]" % index if out.ndim == 4 else "", dst.shape, shape)
+            )
+    if mean is not None and mean.shape != shape:
+        raise ValueError("imdecode: mean has shape %s, the decoded image needs %s (channels, h, w)" % (mean.shape, shape))
+    if dst is not None:
+        dtype = dst.dtype
+    elif mean is not None:
+        dtype = mean.dtype
+    else:
+        dtype = np.float32
+    dtype = np.dtype(dtype).name
+    crop = imperative_invoke("slice", [img], {"begin": (y0, x0, 0), "end": (y1, x1, channels)})
+    chw = imperative_invoke("transpose", [crop], {"axes": (2, 0, 1)})
+    if mean is None:
+        res = imperative_invoke("Cast", [chw], {"dtype": dtype}, out=dst)
+        return out if out is not None else res
+    res = imperative_invoke("Cast", [chw], {"dtype": dtype})
+    if np.dtype(mean.dtype).name != dtype:
+        mean = imperative_invoke("Cast", [mean], {"dtype": dtype})
+    imperative_invoke("elemwise_sub", [res, mean], out=dst if dst is not None else res)
+    return out if out is not None else res

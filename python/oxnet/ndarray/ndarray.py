@@ -542,6 +542,22 @@ class _Methods:
         """A new array with the same contents on the same context."""
         return _invoke1("_copy", [self])
 
+    def as_nd_ndarray(self):
+        """This array itself: it already is a classic ``mx.nd`` NDArray
+        (MXNet's conversion from its NumPy-compatible arrays, zero copy)."""
+        return self
+
+    def tostype(self, stype):
+        """A copy of the array with storage type ``stype`` (see
+        :func:`oxnet.ndarray.cast_storage`). oxnet arrays are dense: 'default'
+        returns a new dense copy (as MXNet does for a dense array); 'csr' and
+        'row_sparse' raise ValueError (sparse storage is not supported)."""
+        if stype == "csr" and len(self.shape) != 2:
+            raise ValueError(
+                "To convert to a CSR, the NDArray should be 2 Dimensional. Current shape is %s" % str(self.shape)
+            )
+        return _invoke1("cast_storage", [self], {"stype": stype})
+
     def copyto(self, other):
         """Copy into ``other`` (an NDArray of the same shape, or a Context for a
         new array there). Returns the destination."""

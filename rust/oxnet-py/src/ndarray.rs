@@ -217,6 +217,33 @@ impl NDArray {
         }
     }
 
+    /// Whether this array's gradient (attached by attach_grad or
+    /// autograd.mark_variables) has been written by autograd.backward since
+    /// the flag was last reset: 1 or 0, as in MXNet. Set it to False after
+    /// consuming the gradient (Gluon's Trainer does). Arrays outside autograd
+    /// read 0 and cannot be set; recorded results keep a flag of their own
+    /// (shared by the outputs of one operator), which backward never sets.
+    #[getter(_fresh_grad)]
+    fn fresh_grad_get(&self) -> i32 {
+        self.inner.ag.as_ref().is_some_and(|a| a.fresh_grad()) as i32
+    }
+
+    #[setter(_fresh_grad)]
+    fn fresh_grad_set(&self, state: &Bound<'_, PyAny>) -> PyResult<()> {
+        let on = state.is_truthy()?;
+        match &self.inner.ag {
+            Some(a) => {
+                a.set_fresh_grad(on);
+                Ok(())
+            }
+            None => Err(to_py(oxnet_core::Error::Param(
+                "_fresh_grad: NDArray has not been marked as a variable and does not have gradient state \
+                 (call attach_grad() or autograd.mark_variables() first)"
+                    .into(),
+            ))),
+        }
+    }
+
     /// True when this array takes part in autograd (a variable or recorded).
     #[getter]
     fn _has_ag(&self) -> bool {

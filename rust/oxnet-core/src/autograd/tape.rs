@@ -13,6 +13,7 @@ use crate::ops::Attrs;
 use parking_lot::Mutex;
 use std::cell::Cell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 thread_local! {
@@ -55,10 +56,40 @@ impl GradReq {
     }
 }
 
+impl AgInfo {
+    /// MXNet's `_fresh_grad` of the array carrying this entry.
+    pub fn fresh_grad(&self) -> bool {
+        match self {
+            AgInfo::Variable(v) => v.fresh_grad(),
+            AgInfo::Output { node, .. } => node.fresh.load(Ordering::Acquire),
+        }
+    }
+    pub fn set_fresh_grad(&self, on: bool) {
+        match self {
+            AgInfo::Variable(v) => v.set_fresh_grad(on),
+            AgInfo::Output { node, .. } => node.fresh.store(on, Ordering::Release),
+        }
+    }
+}
+
 /// A variable: the leaf whose gradient backward writes.
 pub struct VarGrad {
     pub grad: Mutex<Option<NDArray>>,
     pub req: GradReq,
+    /// Set by `backward` when it writes (or accumulates into) this
+    /// variable's gradient; cleared by the user (Gluon's Trainer) after
+    /// consuming it. MXNet's `AGInfo::fresh_out_grad`.
+    pub fresh: AtomicBool,
+}
+
+impl VarGrad {
+    /// Whether backward has written the gradient since the flag was last cleared.
+    pub fn fresh_grad(&self) -> bool {
+        self.fresh.load(Ordering::Acquire)
+    }
+    pub fn set_fresh_grad(&self, on: bool) {
+        self.fresh.store(on, Ordering::Release);
+    }
 }
 
 #[derive(Clone)]
@@ -85,6 +116,9 @@ pub struct TapeNode {
     saved: Mutex<Option<Saved>>,
     out_meta: Vec<(Shape, DType, Context)>,
     pub name: String,
+    /// `_fresh_grad` of the node's outputs (MXNet keeps the flag on every
+    /// autograd entry; backward never sets it on recorded outputs).
+    pub fresh: AtomicBool,
 }
 
 fn strip(a: &NDArray) -> NDArray {
@@ -106,6 +140,7 @@ fn record(backward: Backward, name: String, inputs: &[NDArray], outputs: &mut [N
             .map(|a| (a.shape.clone(), a.dtype(), a.ctx()))
             .collect(),
         name,
+        fresh: AtomicBool::new(false),
     });
     for (i, o) in outputs.iter_mut().enumerate() {
         o.ag = Some(AgInfo::Output {
@@ -169,6 +204,7 @@ pub fn mark_variable(a: &mut NDArray, grad: Option<NDArray>, req: GradReq) -> Re
     a.ag = Some(AgInfo::Variable(Arc::new(VarGrad {
         grad: Mutex::new(Some(grad)),
         req,
+        fresh: AtomicBool::new(false),
     })));
     Ok(())
 }
@@ -406,6 +442,11 @@ pub fn backward(
         return Ok(out);
     }
     for v in reached {
+        // MXNet marks every variable of the graph that takes a gradient,
+        // including those written with zeros.
+        if v.req != GradReq::Null {
+            v.set_fresh_grad(true);
+        }
         if v.req != GradReq::Write || var_grads.iter().any(|(w, _)| Arc::ptr_eq(w, &v)) {
             continue;
         }
@@ -423,6 +464,9 @@ pub fn backward(
         }
     }
     for (v, g) in var_grads {
+        if v.req != GradReq::Null {
+            v.set_fresh_grad(true);
+        }
         let mut slot = v.grad.lock();
         match v.req {
             GradReq::Null => {}

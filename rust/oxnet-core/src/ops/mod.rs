@@ -27,6 +27,7 @@ pub mod sequence;
 pub mod sgemm;
 pub mod shape;
 pub mod special;
+pub mod storage_type;
 
 pub use attrs::Attrs;
 pub use registry::{call, invoke, lookup, OpCall, OpDef};

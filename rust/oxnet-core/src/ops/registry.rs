@@ -265,6 +265,7 @@ pub fn infer_type_same(
 /// Every operator family, in one explicit list.
 const FAMILIES: &[&[&OpDef]] = &[
     super::elemwise::OPS,
+    super::storage_type::OPS,
     super::init::OPS,
     super::reduce::OPS,
     super::index::OPS,
