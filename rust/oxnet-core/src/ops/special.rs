@@ -406,47 +406,8 @@ fn scan<S: ScanElem, D: ScanElem>(x: &[S], y: &mut [D], dims: (usize, usize, usi
     }
 }
 
-macro_rules! dispatch_scan {
-    ($dtype:expr, $T:ident => $body:expr) => {
-        match $dtype {
-            DType::F32 => {
-                type $T = f32;
-                $body
-            }
-            DType::F64 => {
-                type $T = f64;
-                $body
-            }
-            DType::F16 => {
-                type $T = half::f16;
-                $body
-            }
-            DType::U8 => {
-                type $T = u8;
-                $body
-            }
-            DType::I8 => {
-                type $T = i8;
-                $body
-            }
-            DType::I32 => {
-                type $T = i32;
-                $body
-            }
-            DType::I64 => {
-                type $T = i64;
-                $body
-            }
-            DType::Bool => {
-                type $T = bool;
-                $body
-            }
-        }
-    };
-}
-
 fn scan_blob(x: &Blob, y: &Blob, dims: (usize, usize, usize), rev: bool) {
-    dispatch_scan!(x.dtype, S => dispatch_scan!(y.dtype, D => {
+    crate::dispatch_dtype!(x.dtype, S => crate::dispatch_dtype!(y.dtype, D => {
         scan::<S, D>(x.data::<S>(), y.data_mut::<D>(), dims, rev)
     }))
 }
@@ -547,10 +508,10 @@ pub static CUMSUM_GRAD: OpDef = OpDef {
             scan_blob(&i[0], &o[0], dims, true);
         } else {
             // accumulate in ograd's dtype, then convert to data's
-            dispatch_scan!(i[0].dtype, G => {
+            crate::dispatch_dtype!(i[0].dtype, G => {
                 let mut tmp = vec![G::default(); i[0].size()];
                 scan::<G, G>(i[0].data::<G>(), &mut tmp, dims, true);
-                dispatch_scan!(o[0].dtype, O => {
+                crate::dispatch_dtype!(o[0].dtype, O => {
                     for (y, &t) in o[0].data_mut::<O>().iter_mut().zip(&tmp) {
                         *y = conv::<G, O>(t);
                     }
