@@ -200,6 +200,14 @@ pub(crate) fn gemm_into<T: crate::base::dtype::Elem>(
         }
         return;
     }
+    // Products with few rows and a short side (RNN steps: batch x 4H x H)
+    // stay on one thread in the gemm crate: split the rows of dst over the
+    // rayon threads instead, each part a single-threaded product.
+    let threads = rayon::current_num_threads();
+    if threads > 1 && m >= 16 && m * n * k >= 1 << 20 && m.min(n).min(k) < 256 {
+        gemm_rows_split(m, k, n, a, ta, b, tb, dst, accumulate, threads.min(m / 8));
+        return;
+    }
     let par = parallelism(m * n * k);
     if !accumulate {
         // SAFETY: the slices cover the matrices (checked above); dst is a
@@ -255,6 +263,69 @@ pub(crate) fn gemm_into<T: crate::base::dtype::Elem>(
             par,
         )
     };
+}
+
+/// [`gemm_into`] with the rows of dst (and of op(a)) split into `parts`
+/// single-threaded products run in parallel.
+#[allow(clippy::too_many_arguments)]
+fn gemm_rows_split<T: crate::base::dtype::Elem>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &[T],
+    ta: bool,
+    b: &[T],
+    tb: bool,
+    dst: &mut [T],
+    accumulate: bool,
+    parts: usize,
+) {
+    struct P<T>(*const T, *const T, *mut T);
+    // SAFETY: the parts write disjoint rows of dst and only read a and b.
+    unsafe impl<T> Sync for P<T> {}
+    let (one, zero) = (T::from_f64(1.0), T::from_f64(0.0));
+    let (a_rs, a_cs) = if ta {
+        (1isize, m as isize)
+    } else {
+        (k as isize, 1isize)
+    };
+    let (b_rs, b_cs) = if tb {
+        (1isize, k as isize)
+    } else {
+        (n as isize, 1isize)
+    };
+    let rows = m.div_ceil(parts.max(1));
+    let ptrs = P(a.as_ptr(), b.as_ptr(), dst.as_mut_ptr());
+    crate::par::par_for(m.div_ceil(rows), &|i| {
+        let p = &ptrs;
+        let r0 = i * rows;
+        let r = rows.min(m - r0);
+        // SAFETY: rows r0..r0+r of op(a) and dst lie inside the slices
+        // (checked by gemm_into); each part writes only its own rows.
+        unsafe {
+            gemm::gemm(
+                r,
+                n,
+                k,
+                p.2.add(r0 * n),
+                1,
+                n as isize,
+                accumulate,
+                p.0.offset(r0 as isize * a_rs),
+                a_cs,
+                a_rs,
+                p.1,
+                b_cs,
+                b_rs,
+                if accumulate { one } else { zero },
+                one,
+                false,
+                false,
+                false,
+                Parallelism::None,
+            )
+        }
+    });
 }
 
 fn parallelism(flops: usize) -> Parallelism {
