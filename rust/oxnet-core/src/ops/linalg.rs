@@ -232,7 +232,7 @@ fn wr(b: &Blob, v: &[f64]) {
 #[allow(clippy::too_many_arguments)]
 fn mm(m: usize, k: usize, n: usize, a: &[f64], ta: bool, b: &[f64], tb: bool) -> Vec<f64> {
     let mut c = vec![0.0; m * n];
-    super::matrix::batched(1, m, k, n, a, ta, b, tb, &mut c, 1.0, 0.0);
+    super::matrix::batched(1, m, k, n, a, ta, b, tb, &mut c);
     c
 }
 
@@ -873,8 +873,6 @@ fn gemm_typed<T: Elem>(c: &OpCall, i: &[Blob], o: &Blob) -> Result<()> {
         &b,
         p.transpose_b,
         &mut d,
-        T::from_f64(1.0),
-        T::from_f64(0.0),
     );
     if i.len() == 3 {
         let cm = gather(i[2].data::<T>(), lo);

@@ -112,12 +112,61 @@ fn infer_type_float(
     Ok(())
 }
 
+/// (row, column) strides of op(a) (m x k) and op(b) (k x n) for `a` stored
+/// row-major (m, k), or (k, m) when `ta`, and `b` (k, n), or (n, k) when `tb`.
+type Strides = ((isize, isize), (isize, isize));
+fn strides(m: usize, k: usize, n: usize, ta: bool, tb: bool) -> Strides {
+    let sa = if ta { (1, m as isize) } else { (k as isize, 1) };
+    let sb = if tb { (1, k as isize) } else { (n as isize, 1) };
+    (sa, sb)
+}
+
+/// The gemm crate's `dst (m x n, rows n apart) = [dst +] op(a) . op(b)`.
+/// # Safety
+/// The pointers must cover the matrices their strides describe; `dst` must
+/// not alias them.
+#[allow(clippy::too_many_arguments)]
+unsafe fn crate_gemm<T: 'static + Copy + crate::base::dtype::Elem>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: *const T,
+    b: *const T,
+    ((a_rs, a_cs), (b_rs, b_cs)): Strides,
+    dst: *mut T,
+    accumulate: bool,
+    par: Parallelism,
+) {
+    let (one, zero) = (T::from_f64(1.0), T::from_f64(0.0));
+    gemm::gemm(
+        m,
+        n,
+        k,
+        dst,
+        1,
+        n as isize,
+        accumulate,
+        a,
+        a_cs,
+        a_rs,
+        b,
+        b_cs,
+        b_rs,
+        if accumulate { one } else { zero },
+        one,
+        false,
+        false,
+        false,
+        par,
+    );
+}
+
 /// One product `dst (m x n) = op(a) . op(b)` with `a` stored (m, k) or
 /// (k, m) when `ta`, and `b` stored (k, n) or (n, k) when `tb`.
 /// # Safety
 /// The pointers must cover the stated matrices and `dst` must not alias.
 #[allow(clippy::too_many_arguments)]
-unsafe fn gemm_one<T: 'static + Copy>(
+unsafe fn gemm_one<T: 'static + Copy + crate::base::dtype::Elem>(
     m: usize,
     k: usize,
     n: usize,
@@ -126,20 +175,9 @@ unsafe fn gemm_one<T: 'static + Copy>(
     b: *const T,
     tb: bool,
     dst: *mut T,
-    one: T,
-    zero: T,
     par: Parallelism,
 ) {
-    let (a_rs, a_cs) = if ta {
-        (1isize, m as isize)
-    } else {
-        (k as isize, 1isize)
-    };
-    let (b_rs, b_cs) = if tb {
-        (1isize, k as isize)
-    } else {
-        (n as isize, 1isize)
-    };
+    let st = strides(m, k, n, ta, tb);
     // Large float32 products on oxnet's AVX2 sgemm (a few % ahead of the
     // gemm crate from ~256 on every side; the gemm crate wins on small ones).
     #[cfg(target_arch = "x86_64")]
@@ -148,6 +186,7 @@ unsafe fn gemm_one<T: 'static + Copy>(
             Parallelism::None => 1,
             _ => rayon::current_num_threads(),
         };
+        let ((a_rs, a_cs), (b_rs, b_cs)) = st;
         // SAFETY: T is f32; the caller guarantees the matrices as above.
         crate::ops::sgemm::sgemm(
             m,
@@ -167,10 +206,7 @@ unsafe fn gemm_one<T: 'static + Copy>(
         );
         return;
     }
-    gemm::gemm(
-        m, n, k, dst, 1, n as isize, false, a, a_cs, a_rs, b, b_cs, b_rs, zero, one, false, false,
-        false, par,
-    );
+    crate_gemm(m, k, n, a, b, st, dst, false, par);
 }
 
 /// `dst (m x n) = op(a) . op(b)`, or `dst += op(a) . op(b)` with
@@ -193,26 +229,63 @@ pub(crate) fn gemm_into<T: crate::base::dtype::Elem>(
     if m * n == 0 {
         return;
     }
-    let (one, zero) = (T::from_f64(1.0), T::from_f64(0.0));
     if k == 0 {
         if !accumulate {
-            dst[..m * n].fill(zero);
+            dst[..m * n].fill(T::from_f64(0.0));
         }
         return;
     }
+    let st = strides(m, k, n, ta, tb);
     // Products with few rows and a short side (RNN steps: batch x 4H x H)
     // stay on one thread in the gemm crate: split the rows of dst over the
     // rayon threads instead, each part a single-threaded product.
     let threads = rayon::current_num_threads();
     if threads > 1 && m >= 16 && m * n * k >= 1 << 20 && m.min(n).min(k) < 256 {
-        gemm_rows_split(m, k, n, a, ta, b, tb, dst, accumulate, threads.min(m / 8));
+        struct P<T>(*const T, *const T, *mut T);
+        // SAFETY: the parts write disjoint rows of dst and only read a and b.
+        unsafe impl<T> Sync for P<T> {}
+        let rows = m.div_ceil(threads.min(m / 8));
+        let ptrs = P(a.as_ptr(), b.as_ptr(), dst.as_mut_ptr());
+        crate::par::par_for(m.div_ceil(rows), &|i| {
+            let p = &ptrs;
+            let (r0, a_rs) = (i * rows, st.0 .0);
+            // SAFETY: rows r0.. of op(a) and dst lie inside the slices
+            // (checked above); each part writes only its own rows.
+            unsafe {
+                let a0 = p.0.offset(r0 as isize * a_rs);
+                let d0 = p.2.add(r0 * n);
+                crate_gemm(
+                    rows.min(m - r0),
+                    k,
+                    n,
+                    a0,
+                    p.1,
+                    st,
+                    d0,
+                    accumulate,
+                    Parallelism::None,
+                )
+            }
+        });
         return;
     }
     let par = parallelism(m * n * k);
-    if !accumulate {
-        // SAFETY: the slices cover the matrices (checked above); dst is a
-        // distinct &mut slice.
-        unsafe {
+    // SAFETY: the slices cover the matrices (checked above); dst is a
+    // distinct &mut slice.
+    unsafe {
+        if accumulate {
+            crate_gemm(
+                m,
+                k,
+                n,
+                a.as_ptr(),
+                b.as_ptr(),
+                st,
+                dst.as_mut_ptr(),
+                true,
+                par,
+            )
+        } else {
             gemm_one(
                 m,
                 k,
@@ -222,110 +295,10 @@ pub(crate) fn gemm_into<T: crate::base::dtype::Elem>(
                 b.as_ptr(),
                 tb,
                 dst.as_mut_ptr(),
-                one,
-                zero,
                 par,
             )
-        };
-        return;
-    }
-    let (a_rs, a_cs) = if ta {
-        (1isize, m as isize)
-    } else {
-        (k as isize, 1isize)
-    };
-    let (b_rs, b_cs) = if tb {
-        (1isize, k as isize)
-    } else {
-        (n as isize, 1isize)
-    };
-    // SAFETY: as above; read_dst = true adds the product to dst.
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            dst.as_mut_ptr(),
-            1,
-            n as isize,
-            true,
-            a.as_ptr(),
-            a_cs,
-            a_rs,
-            b.as_ptr(),
-            b_cs,
-            b_rs,
-            one,
-            one,
-            false,
-            false,
-            false,
-            par,
-        )
-    };
-}
-
-/// [`gemm_into`] with the rows of dst (and of op(a)) split into `parts`
-/// single-threaded products run in parallel.
-#[allow(clippy::too_many_arguments)]
-fn gemm_rows_split<T: crate::base::dtype::Elem>(
-    m: usize,
-    k: usize,
-    n: usize,
-    a: &[T],
-    ta: bool,
-    b: &[T],
-    tb: bool,
-    dst: &mut [T],
-    accumulate: bool,
-    parts: usize,
-) {
-    struct P<T>(*const T, *const T, *mut T);
-    // SAFETY: the parts write disjoint rows of dst and only read a and b.
-    unsafe impl<T> Sync for P<T> {}
-    let (one, zero) = (T::from_f64(1.0), T::from_f64(0.0));
-    let (a_rs, a_cs) = if ta {
-        (1isize, m as isize)
-    } else {
-        (k as isize, 1isize)
-    };
-    let (b_rs, b_cs) = if tb {
-        (1isize, k as isize)
-    } else {
-        (n as isize, 1isize)
-    };
-    let rows = m.div_ceil(parts.max(1));
-    let ptrs = P(a.as_ptr(), b.as_ptr(), dst.as_mut_ptr());
-    crate::par::par_for(m.div_ceil(rows), &|i| {
-        let p = &ptrs;
-        let r0 = i * rows;
-        let r = rows.min(m - r0);
-        // SAFETY: rows r0..r0+r of op(a) and dst lie inside the slices
-        // (checked by gemm_into); each part writes only its own rows.
-        unsafe {
-            gemm::gemm(
-                r,
-                n,
-                k,
-                p.2.add(r0 * n),
-                1,
-                n as isize,
-                accumulate,
-                p.0.offset(r0 as isize * a_rs),
-                a_cs,
-                a_rs,
-                p.1,
-                b_cs,
-                b_rs,
-                if accumulate { one } else { zero },
-                one,
-                false,
-                false,
-                false,
-                Parallelism::None,
-            )
         }
-    });
+    }
 }
 
 fn parallelism(flops: usize) -> Parallelism {
@@ -339,7 +312,7 @@ fn parallelism(flops: usize) -> Parallelism {
 /// `batch` independent products; parallel over the batch when each product
 /// is small, inside each product when they are large.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn batched<T: 'static + Copy + Send + Sync>(
+pub(crate) fn batched<T: crate::base::dtype::Elem>(
     batch: usize,
     m: usize,
     k: usize,
@@ -349,14 +322,12 @@ pub(crate) fn batched<T: 'static + Copy + Send + Sync>(
     b: &[T],
     tb: bool,
     dst: &mut [T],
-    one: T,
-    zero: T,
 ) {
     if m * n == 0 {
         return;
     }
     if k == 0 {
-        dst.fill(zero);
+        dst.fill(T::from_f64(0.0));
         return;
     }
     let (sa, sb, sd) = (m * k, k * n, m * n);
@@ -371,8 +342,6 @@ pub(crate) fn batched<T: 'static + Copy + Send + Sync>(
             b[i * sb..].as_ptr(),
             tb,
             d.as_mut_ptr(),
-            one,
-            zero,
             par,
         )
     };
@@ -412,8 +381,6 @@ fn run_batched(
             b.data::<f32>(),
             tb,
             out.data_mut::<f32>(),
-            1.0,
-            0.0,
         ),
         DType::F64 => batched(
             batch,
@@ -425,8 +392,6 @@ fn run_batched(
             b.data::<f64>(),
             tb,
             out.data_mut::<f64>(),
-            1.0,
-            0.0,
         ),
         DType::F16 => batched(
             batch,
@@ -438,8 +403,6 @@ fn run_batched(
             b.data::<f16>(),
             tb,
             out.data_mut::<f16>(),
-            f16::ONE,
-            f16::ZERO,
         ),
         d => {
             return Err(Error::DType(format!(

@@ -5,6 +5,7 @@
 use crate::base::fmt_shape;
 use crate::error::{Error, Result};
 use crate::ops::attrs::Attrs;
+use crate::ops::nn::roi::{check_roi_inputs, pooled_size};
 use crate::ops::nn::{fill_shape, fwd_attrs, infer_float_same, to_f64_vec, write_f64};
 use crate::ops::registry::{OpCall, OpDef, Params};
 
@@ -18,16 +19,8 @@ pub struct RoiAlign {
 
 fn parse(a: &Attrs, op: &str) -> Result<Params> {
     let p = a.p(op);
-    let ps = p
-        .ints("pooled_size")?
-        .ok_or_else(|| Error::Param(format!("{op}: required argument 'pooled_size' is missing")))?;
-    if ps.len() != 2 || ps.iter().any(|&v| v < 1) {
-        return Err(Error::Param(format!(
-            "{op}: pooled_size {ps:?} must be two positive integers (h, w)"
-        )));
-    }
     Ok(Box::new(RoiAlign {
-        pooled: (ps[0] as usize, ps[1] as usize),
+        pooled: pooled_size(a, op)?,
         scale: p.f64_req("spatial_scale")?,
         sample_ratio: p.i64("sample_ratio", -1)?,
         position_sensitive: p.bool("position_sensitive", false)?,
@@ -40,18 +33,7 @@ fn rp(c: &OpCall) -> &RoiAlign {
 }
 
 fn out_shape(op: &str, p: &RoiAlign, d: &[usize], r: &[usize]) -> Result<Vec<usize>> {
-    if d.len() != 4 {
-        return Err(Error::Shape(format!(
-            "{op}: data shape {} must be 4-D (N, C, H, W)",
-            fmt_shape(d)
-        )));
-    }
-    if r.len() != 2 || r[1] != 5 {
-        return Err(Error::Shape(format!(
-            "{op}: rois shape {} must be (num_rois, 5) rows of [batch_index, x1, y1, x2, y2]",
-            fmt_shape(r)
-        )));
-    }
+    check_roi_inputs(op, d, r)?;
     let (ph, pw) = p.pooled;
     let c = if p.position_sensitive {
         if !d[1].is_multiple_of(ph * pw) {

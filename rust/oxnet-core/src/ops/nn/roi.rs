@@ -16,7 +16,20 @@ pub struct RoiParam {
 
 fn parse_roi(a: &Attrs, op: &str) -> Result<Params> {
     let p = a.p(op);
-    let ps = p
+    let pooled = pooled_size(a, op)?;
+    let scale = p.f64_req("spatial_scale")?;
+    if !(0.0..=1.0).contains(&scale) {
+        return Err(Error::Param(format!(
+            "{op}: spatial_scale {scale} must be in [0, 1]"
+        )));
+    }
+    Ok(Box::new(RoiParam { pooled, scale }))
+}
+
+/// The required `pooled_size` (h, w) of the roi pooling operators.
+pub(crate) fn pooled_size(a: &Attrs, op: &str) -> Result<(usize, usize)> {
+    let ps = a
+        .p(op)
         .ints("pooled_size")?
         .ok_or_else(|| Error::Param(format!("{op}: required argument 'pooled_size' is missing")))?;
     if ps.len() != 2 || ps.iter().any(|&v| v < 1) {
@@ -24,23 +37,11 @@ fn parse_roi(a: &Attrs, op: &str) -> Result<Params> {
             "{op}: pooled_size {ps:?} must be two positive integers (h, w)"
         )));
     }
-    let scale = p.f64_req("spatial_scale")?;
-    if !(0.0..=1.0).contains(&scale) {
-        return Err(Error::Param(format!(
-            "{op}: spatial_scale {scale} must be in [0, 1]"
-        )));
-    }
-    Ok(Box::new(RoiParam {
-        pooled: (ps[0] as usize, ps[1] as usize),
-        scale,
-    }))
+    Ok((ps[0] as usize, ps[1] as usize))
 }
 
-fn rp(c: &OpCall) -> &RoiParam {
-    c.p::<RoiParam>()
-}
-
-fn roi_shape(op: &str, p: &RoiParam, d: &[usize], r: &[usize]) -> Result<Vec<usize>> {
+/// Data (N, C, H, W) and rois (num_rois, 5) of the roi pooling operators.
+pub(crate) fn check_roi_inputs(op: &str, d: &[usize], r: &[usize]) -> Result<()> {
     if d.len() != 4 {
         return Err(Error::Shape(format!(
             "{op}: data shape {} must be 4-D (N, C, H, W)",
@@ -53,6 +54,15 @@ fn roi_shape(op: &str, p: &RoiParam, d: &[usize], r: &[usize]) -> Result<Vec<usi
             fmt_shape(r)
         )));
     }
+    Ok(())
+}
+
+fn rp(c: &OpCall) -> &RoiParam {
+    c.p::<RoiParam>()
+}
+
+fn roi_shape(op: &str, p: &RoiParam, d: &[usize], r: &[usize]) -> Result<Vec<usize>> {
+    check_roi_inputs(op, d, r)?;
     Ok(vec![r[0], d[1], p.pooled.0, p.pooled.1])
 }
 
