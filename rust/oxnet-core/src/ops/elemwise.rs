@@ -230,7 +230,7 @@ pub(crate) fn fast_tanhf(x: f32) -> f32 {
     (if a < 0.5 { small } else { large }).copysign(x)
 }
 
-trait FastTrans {
+pub(crate) trait FastTrans {
     fn tanh_(self) -> Self;
     fn sigmoid_(self) -> Self;
 }

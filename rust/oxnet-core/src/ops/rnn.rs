@@ -29,6 +29,7 @@
 //! projection_size and lstm_state_clip_* are refused: MXNet implements them
 //! only with cuDNN.
 use super::attrs::Attrs;
+use super::elemwise::FastTrans;
 use super::matrix::gemm_into;
 use super::registry::{Entry, KernelCtx, OpCall, OpDef, Params, Resource};
 use crate::base::dtype::Elem;
@@ -371,7 +372,8 @@ struct Cache<F> {
     /// Hidden state before each step (T, N, H) (LSTM: also the cell).
     hprev: Vec<F>,
     cprev: Vec<F>,
-    /// LSTM: cell after each step; GRU: h2h product of the n gate plus its bias.
+    /// LSTM: tanh of the cell after each step; GRU: h2h product of the n
+    /// gate plus its bias.
     aux: Vec<F>,
 }
 
@@ -385,8 +387,83 @@ struct Fwd<F> {
     caches: Vec<Cache<F>>,
 }
 
-fn sigmoid<F: Float>(x: F) -> F {
-    F::one() / (F::one() + (-x).exp())
+/// The element types the RNN computes in (float16 data runs in float32):
+/// float arithmetic plus the vectorising sigmoid / tanh of `elemwise`.
+pub(crate) trait Num: Float + Elem + FastTrans + 'static {}
+impl Num for f32 {}
+impl Num for f64 {}
+
+/// A right-hand side multiplied at every time step (the recurrent weight).
+/// In float32 on an AVX2 CPU it is packed once for oxnet's sgemm (a general
+/// GEMM re-packs it at every step); otherwise each step goes through
+/// `gemm_into`.
+enum StepB<'a, F> {
+    #[cfg(target_arch = "x86_64")]
+    Packed(super::sgemm::PackedB),
+    Plain {
+        b: &'a [F],
+        k: usize,
+        n: usize,
+        tb: bool,
+    },
+}
+
+impl<'a, F: Num> StepB<'a, F> {
+    /// op(B) (k x n): `b` is (k, n) row-major, or (n, k) when `tb`.
+    fn new(b: &'a [F], k: usize, n: usize, tb: bool) -> Self {
+        assert!(b.len() >= k * n);
+        #[cfg(target_arch = "x86_64")]
+        if std::any::TypeId::of::<F>() == std::any::TypeId::of::<f32>()
+            && super::sgemm::packed_available()
+        {
+            let (rs, cs) = if tb { (1, k as isize) } else { (n as isize, 1) };
+            // SAFETY: F is f32 and `b` covers the k x n matrix (asserted).
+            let pb = unsafe { super::sgemm::PackedB::new(k, n, b.as_ptr() as *const f32, rs, cs) };
+            return StepB::Packed(pb);
+        }
+        StepB::Plain { b, k, n, tb }
+    }
+
+    /// `dst (m x n) = [dst +] a (m x k) . op(B)`, all row-major.
+    fn mul(&self, m: usize, a: &[F], dst: &mut [F], acc: bool) {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            StepB::Packed(pb) => {
+                let (k, n) = (pb.k, pb.n);
+                assert!(a.len() >= m * k && dst.len() >= m * n);
+                // two threads pay from about a quarter of a million MACs
+                let threads = if m * n * k >= 1 << 18 {
+                    rayon::current_num_threads()
+                } else {
+                    1
+                };
+                // SAFETY: F is f32 (Packed is built only then); the slices
+                // cover the matrices (asserted) and dst is distinct from a.
+                unsafe {
+                    super::sgemm::sgemm_packed(
+                        m,
+                        dst.as_mut_ptr() as *mut f32,
+                        n as isize,
+                        acc,
+                        a.as_ptr() as *const f32,
+                        k as isize,
+                        1,
+                        pb,
+                        threads,
+                    )
+                }
+            }
+            StepB::Plain { b, k, n, tb } => gemm_into(m, *k, *n, a, false, b, *tb, dst, acc),
+        }
+    }
+}
+
+/// `v = f(v)` over a slice (kept as a plain loop so that it vectorises).
+#[inline(always)]
+fn map_in_place<F: Copy>(v: &mut [F], f: impl Fn(F) -> F) {
+    for x in v.iter_mut() {
+        *x = f(*x);
+    }
 }
 
 /// Time steps in processing order for direction `dir`.
@@ -398,8 +475,145 @@ fn steps(t: usize, dir: usize) -> Box<dyn Iterator<Item = usize>> {
     }
 }
 
+/// One time step of one layer and direction, forward: the cell updates of
+/// every batch row from the input product `a` and the recurrent product `z`
+/// (n x G*H each), which becomes the gate values.
+struct FwdStep<'s, F> {
+    mode: Mode,
+    h: usize,
+    t: usize,
+    lens: &'s [usize],
+    a: &'s [F],
+    z: &'s mut [F],
+    hs: &'s mut [F],
+    cs: &'s mut [F],
+    /// this step's output rows (n x D*H); this direction writes columns
+    /// `ocol..ocol + h`
+    out: &'s mut [F],
+    ocol: usize,
+    /// GRU: the h2h bias of the n gate (added inside the reset product)
+    bn: &'s [F],
+    tc: &'s mut [F],
+    /// what the backward keeps: gate values (n x G*H) and, for LSTM
+    /// tanh(c) / for GRU the n gate's h2h term (n x H)
+    gates: Option<&'s mut [F]>,
+    aux: Option<&'s mut [F]>,
+}
+
+impl<F: Num> FwdStep<'_, F> {
+    fn run(self) {
+        #[cfg(target_arch = "x86_64")]
+        if super::kernels::wide_cpu() {
+            // SAFETY: the CPU has AVX2 and FMA
+            return unsafe { self.run_avx2() };
+        }
+        self.run_any()
+    }
+
+    /// [`Self::run_any`] compiled for AVX2: the polynomial sigmoid / tanh
+    /// then run 8 lanes wide (the same bits: no FMA contraction).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn run_avx2(self) {
+        self.run_any()
+    }
+
+    #[inline(always)]
+    fn run_any(self) {
+        let FwdStep {
+            mode,
+            h,
+            t,
+            lens,
+            a,
+            z,
+            hs,
+            cs,
+            out,
+            ocol,
+            bn,
+            tc,
+            mut gates,
+            mut aux,
+        } = self;
+        let gh = z.len() / lens.len().max(1);
+        let nd_h = out.len() / lens.len().max(1);
+        for (bi, &len) in lens.iter().enumerate() {
+            if t >= len {
+                continue;
+            }
+            let a = &a[bi * gh..(bi + 1) * gh];
+            // the recurrent product's row, turned into the gates in place
+            let z = &mut z[bi * gh..(bi + 1) * gh];
+            let hrow = &mut hs[bi * h..(bi + 1) * h];
+            match mode {
+                Mode::Relu | Mode::Tanh => {
+                    for (zv, &av) in z.iter_mut().zip(a) {
+                        *zv = *zv + av;
+                    }
+                    if mode == Mode::Tanh {
+                        map_in_place(z, F::tanh_);
+                    } else {
+                        map_in_place(z, |v| v.max(F::zero()));
+                    }
+                    hrow.copy_from_slice(z);
+                }
+                Mode::Lstm => {
+                    for (zv, &av) in z.iter_mut().zip(a) {
+                        *zv = *zv + av;
+                    }
+                    let (zi, rest) = z.split_at_mut(h);
+                    let (zf, rest) = rest.split_at_mut(h);
+                    let (zg, zo) = rest.split_at_mut(h);
+                    map_in_place(zi, F::sigmoid_);
+                    map_in_place(zf, F::sigmoid_);
+                    map_in_place(zg, F::tanh_);
+                    map_in_place(zo, F::sigmoid_);
+                    let crow = &mut cs[bi * h..(bi + 1) * h];
+                    for j in 0..h {
+                        crow[j] = zf[j] * crow[j] + zi[j] * zg[j];
+                    }
+                    tc.copy_from_slice(crow);
+                    map_in_place(tc, F::tanh_);
+                    for j in 0..h {
+                        hrow[j] = zo[j] * tc[j];
+                    }
+                }
+                Mode::Gru => {
+                    let (zr, rest) = z.split_at_mut(h);
+                    let (zz, zn) = rest.split_at_mut(h);
+                    for j in 0..h {
+                        zr[j] = zr[j] + a[j];
+                        zz[j] = zz[j] + a[h + j];
+                    }
+                    map_in_place(zr, F::sigmoid_);
+                    map_in_place(zz, F::sigmoid_);
+                    let an = &a[2 * h..3 * h];
+                    for j in 0..h {
+                        // the h2h product of the n gate plus its bias
+                        let hn = zn[j] + bn[j];
+                        tc[j] = hn;
+                        zn[j] = an[j] + zr[j] * hn;
+                    }
+                    map_in_place(zn, F::tanh_);
+                    for j in 0..h {
+                        hrow[j] = (F::one() - zz[j]) * zn[j] + zz[j] * hrow[j];
+                    }
+                }
+            }
+            out[bi * nd_h + ocol..][..h].copy_from_slice(hrow);
+            if let Some(g) = gates.as_deref_mut() {
+                g[bi * gh..(bi + 1) * gh].copy_from_slice(z);
+            }
+            if let Some(x) = aux.as_deref_mut() {
+                x[bi * h..(bi + 1) * h].copy_from_slice(tc);
+            }
+        }
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
-fn forward<F: Float + Elem>(
+fn forward<F: Num>(
     p: &RnnParam,
     dm: &Dims,
     x: &[F],
@@ -462,78 +676,46 @@ fn forward<F: Float + Elem>(
                 }
             }
             let mut hw = vec![F::zero(); n * gh];
+            let whb = StepB::new(wh, h, gh, true);
+            let mut tc = vec![F::zero(); h];
             for t in steps(tn, dir) {
-                gemm_into(n, h, gh, &hs, false, wh, true, &mut hw, false);
+                whb.mul(n, &hs, &mut hw, false);
                 if keep {
                     cache.hprev[t * n * h..(t + 1) * n * h].copy_from_slice(&hs);
                     if p.lstm() {
                         cache.cprev[t * n * h..(t + 1) * n * h].copy_from_slice(&cs);
                     }
                 }
-                for bi in 0..n {
-                    if t >= lens[bi] {
-                        continue;
-                    }
-                    let a = &xw[(t * n + bi) * gh..(t * n + bi + 1) * gh];
-                    let r = &hw[bi * gh..(bi + 1) * gh];
-                    let hrow = &mut hs[bi * h..(bi + 1) * h];
-                    let orow = &mut out[(t * n + bi) * nd * h + dir * h..][..h];
-                    let gk = |k: usize| (t * n + bi) * gh + k;
-                    match p.mode {
-                        Mode::Relu | Mode::Tanh => {
-                            for j in 0..h {
-                                let z = a[j] + r[j];
-                                let v = if p.mode == Mode::Tanh {
-                                    z.tanh()
-                                } else {
-                                    z.max(F::zero())
-                                };
-                                hrow[j] = v;
-                                orow[j] = v;
-                                if keep {
-                                    cache.gates[gk(j)] = v;
-                                }
-                            }
-                        }
-                        Mode::Lstm => {
-                            let crow = &mut cs[bi * h..(bi + 1) * h];
-                            for j in 0..h {
-                                let ig = sigmoid(a[j] + r[j]);
-                                let fg = sigmoid(a[h + j] + r[h + j]);
-                                let gg = (a[2 * h + j] + r[2 * h + j]).tanh();
-                                let og = sigmoid(a[3 * h + j] + r[3 * h + j]);
-                                let c = fg * crow[j] + ig * gg;
-                                let v = og * c.tanh();
-                                crow[j] = c;
-                                hrow[j] = v;
-                                orow[j] = v;
-                                if keep {
-                                    for (q, gv) in [ig, fg, gg, og].into_iter().enumerate() {
-                                        cache.gates[gk(q * h + j)] = gv;
-                                    }
-                                    cache.aux[(t * n + bi) * h + j] = c;
-                                }
-                            }
-                        }
-                        Mode::Gru => {
-                            for j in 0..h {
-                                let rg = sigmoid(a[j] + r[j]);
-                                let zg = sigmoid(a[h + j] + r[h + j]);
-                                let hn = r[2 * h + j] + bh[2 * h + j];
-                                let ng = (a[2 * h + j] + rg * hn).tanh();
-                                let v = (F::one() - zg) * ng + zg * hrow[j];
-                                hrow[j] = v;
-                                orow[j] = v;
-                                if keep {
-                                    for (q, gv) in [rg, zg, ng].into_iter().enumerate() {
-                                        cache.gates[gk(q * h + j)] = gv;
-                                    }
-                                    cache.aux[(t * n + bi) * h + j] = hn;
-                                }
-                            }
-                        }
-                    }
+                let rows = t * n..(t + 1) * n;
+                let (gates, aux) = if keep {
+                    (
+                        Some(&mut cache.gates[rows.start * gh..rows.end * gh]),
+                        if cache.aux.is_empty() {
+                            None
+                        } else {
+                            Some(&mut cache.aux[rows.start * h..rows.end * h])
+                        },
+                    )
+                } else {
+                    (None, None)
+                };
+                FwdStep {
+                    mode: p.mode,
+                    h,
+                    t,
+                    lens,
+                    a: &xw[rows.start * gh..rows.end * gh],
+                    z: &mut hw,
+                    hs: &mut hs,
+                    cs: &mut cs,
+                    out: &mut out[rows.start * nd * h..rows.end * nd * h],
+                    ocol: dir * h,
+                    bn: &bh[(g - 1) * h..g * h],
+                    tc: &mut tc,
+                    gates,
+                    aux,
                 }
+                .run();
             }
             hy[s * n * h..(s + 1) * n * h].copy_from_slice(&hs);
             if p.lstm() {
@@ -563,9 +745,142 @@ struct Grads<F> {
     dc0: Vec<F>,
 }
 
+/// One time step of one layer and direction, backward: from the gradient
+/// reaching each row's output (`dy`) and state (`dh`, `dc`), the gradients
+/// of the gate pre-activations (`dx`, n x G*H; GRU also `dhw`, the
+/// recurrent product's, whose n gate is scaled by r); `dh` and `dc` become
+/// the gradients of the previous state but for the recurrent product's
+/// term, which the caller adds. Returns whether any row was still running.
+struct BwdStep<'s, F> {
+    mode: Mode,
+    h: usize,
+    t: usize,
+    lens: &'s [usize],
+    gates: &'s [F],
+    hprev: &'s [F],
+    cprev: &'s [F],
+    aux: &'s [F],
+    dy: &'s [F],
+    dycol: usize,
+    dh: &'s mut [F],
+    dc: &'s mut [F],
+    dx: &'s mut [F],
+    dhw: &'s mut [F],
+}
+
+impl<F: Num> BwdStep<'_, F> {
+    fn run(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        if super::kernels::wide_cpu() {
+            // SAFETY: the CPU has AVX2 and FMA
+            return unsafe { self.run_avx2() };
+        }
+        self.run_any()
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn run_avx2(self) -> bool {
+        self.run_any()
+    }
+
+    #[inline(always)]
+    fn run_any(self) -> bool {
+        let BwdStep {
+            mode,
+            h,
+            t,
+            lens,
+            gates,
+            hprev,
+            cprev,
+            aux,
+            dy,
+            dycol,
+            dh,
+            dc,
+            dx,
+            dhw,
+        } = self;
+        let n = lens.len().max(1);
+        let (gh, nd_h) = (gates.len() / n, dy.len() / n);
+        let one = F::one();
+        let mut any = false;
+        for (bi, &len) in lens.iter().enumerate() {
+            if t >= len {
+                continue;
+            }
+            any = true;
+            let gv = &gates[bi * gh..(bi + 1) * gh];
+            let dyr = &dy[bi * nd_h + dycol..][..h];
+            let dhr = &mut dh[bi * h..(bi + 1) * h];
+            let dxr = &mut dx[bi * gh..(bi + 1) * gh];
+            match mode {
+                Mode::Relu | Mode::Tanh => {
+                    for j in 0..h {
+                        let d = dyr[j] + dhr[j];
+                        let v = gv[j];
+                        dxr[j] = if mode == Mode::Tanh {
+                            d * (one - v * v)
+                        } else if v > F::zero() {
+                            d
+                        } else {
+                            F::zero()
+                        };
+                        dhr[j] = F::zero();
+                    }
+                }
+                Mode::Lstm => {
+                    let cp = &cprev[bi * h..(bi + 1) * h];
+                    let tcs = &aux[bi * h..(bi + 1) * h];
+                    let dcr = &mut dc[bi * h..(bi + 1) * h];
+                    let (gi, rest) = gv.split_at(h);
+                    let (gf, rest) = rest.split_at(h);
+                    let (gg, go) = rest.split_at(h);
+                    let (di, rest) = dxr.split_at_mut(h);
+                    let (df, rest) = rest.split_at_mut(h);
+                    let (dg, dog) = rest.split_at_mut(h);
+                    for j in 0..h {
+                        let d = dyr[j] + dhr[j];
+                        let (ig, fg, g, og, tc) = (gi[j], gf[j], gg[j], go[j], tcs[j]);
+                        let dct = dcr[j] + d * og * (one - tc * tc);
+                        di[j] = dct * g * ig * (one - ig);
+                        df[j] = dct * cp[j] * fg * (one - fg);
+                        dg[j] = dct * ig * (one - g * g);
+                        dog[j] = d * tc * og * (one - og);
+                        dcr[j] = dct * fg;
+                        dhr[j] = F::zero();
+                    }
+                }
+                Mode::Gru => {
+                    let hp = &hprev[bi * h..(bi + 1) * h];
+                    let hn = &aux[bi * h..(bi + 1) * h];
+                    let dhwr = &mut dhw[bi * gh..(bi + 1) * gh];
+                    for j in 0..h {
+                        let d = dyr[j] + dhr[j];
+                        let (rg, zg, ng) = (gv[j], gv[h + j], gv[2 * h + j]);
+                        let dan = d * (one - zg) * (one - ng * ng);
+                        let daz = d * (hp[j] - ng) * zg * (one - zg);
+                        let dar = dan * hn[j] * rg * (one - rg);
+                        dxr[j] = dar;
+                        dxr[h + j] = daz;
+                        dxr[2 * h + j] = dan;
+                        dhwr[j] = dar;
+                        dhwr[h + j] = daz;
+                        dhwr[2 * h + j] = dan * rg;
+                        // The direct path h_prev -> h through z.
+                        dhr[j] = d * zg;
+                    }
+                }
+            }
+        }
+        any
+    }
+}
+
 /// Back-propagation through time given the output gradients.
 #[allow(clippy::too_many_arguments)]
-fn backward<F: Float + Elem>(
+fn backward<F: Num>(
     p: &RnnParam,
     dm: &Dims,
     w: &[F],
@@ -601,108 +916,66 @@ fn backward<F: Float + Elem>(
                 Some(v) if p.lstm() => v[s * n * h..(s + 1) * n * h].to_vec(),
                 _ => vec![F::zero(); if p.lstm() { n * h } else { 0 }],
             };
-            // Pre-activation gradients: of the input product (all steps)
-            // and of the recurrent product (one step).
+            // Pre-activation gradients of the input product (all steps) and
+            // of the recurrent product: the same values but for GRU's n gate,
+            // whose recurrent part is scaled by r (kept apart for GRU only).
             let mut dxw = vec![F::zero(); tn * n * gh];
-            let mut dhw = vec![F::zero(); n * gh];
+            let gru = p.mode == Mode::Gru;
+            let mut dhw_gru = vec![F::zero(); if gru { tn * n * gh } else { 0 }];
+            let whb = StepB::new(wh, gh, h, false);
             let order: Vec<usize> = steps(tn, dir).collect();
             for &t in order.iter().rev() {
-                dhw.fill(F::zero());
-                let mut any = false;
-                for bi in 0..n {
-                    if t >= lens[bi] {
-                        continue;
-                    }
-                    any = true;
-                    let base = (t * n + bi) * gh;
-                    let gv = &c.gates[base..base + gh];
-                    let hp = &c.hprev[(t * n + bi) * h..][..h];
-                    let dyr = &dy[(t * n + bi) * nd * h + dir * h..][..h];
-                    let dhr = &mut dh[bi * h..(bi + 1) * h];
-                    let dxr = &mut dxw[base..base + gh];
-                    let dhwr = &mut dhw[bi * gh..(bi + 1) * gh];
-                    match p.mode {
-                        Mode::Relu | Mode::Tanh => {
-                            for j in 0..h {
-                                let d = dyr[j] + dhr[j];
-                                let v = gv[j];
-                                let da = if p.mode == Mode::Tanh {
-                                    d * (F::one() - v * v)
-                                } else if v > F::zero() {
-                                    d
-                                } else {
-                                    F::zero()
-                                };
-                                dxr[j] = da;
-                                dhwr[j] = da;
-                                dhr[j] = F::zero();
-                            }
-                        }
-                        Mode::Lstm => {
-                            let cp = &c.cprev[(t * n + bi) * h..][..h];
-                            let cc = &c.aux[(t * n + bi) * h..][..h];
-                            let dcr = &mut dc[bi * h..(bi + 1) * h];
-                            for j in 0..h {
-                                let d = dyr[j] + dhr[j];
-                                let (ig, fg, gg, og) =
-                                    (gv[j], gv[h + j], gv[2 * h + j], gv[3 * h + j]);
-                                let tc = cc[j].tanh();
-                                let dct = dcr[j] + d * og * (F::one() - tc * tc);
-                                let di = dct * gg * ig * (F::one() - ig);
-                                let df = dct * cp[j] * fg * (F::one() - fg);
-                                let dg = dct * ig * (F::one() - gg * gg);
-                                let dog = d * tc * og * (F::one() - og);
-                                for (q, v) in [di, df, dg, dog].into_iter().enumerate() {
-                                    dxr[q * h + j] = v;
-                                    dhwr[q * h + j] = v;
-                                }
-                                dcr[j] = dct * fg;
-                                dhr[j] = F::zero();
-                            }
-                        }
-                        Mode::Gru => {
-                            let hn = &c.aux[(t * n + bi) * h..][..h];
-                            for j in 0..h {
-                                let d = dyr[j] + dhr[j];
-                                let (rg, zg, ng) = (gv[j], gv[h + j], gv[2 * h + j]);
-                                let dan = d * (F::one() - zg) * (F::one() - ng * ng);
-                                let daz = d * (hp[j] - ng) * zg * (F::one() - zg);
-                                let dar = dan * hn[j] * rg * (F::one() - rg);
-                                dxr[j] = dar;
-                                dxr[h + j] = daz;
-                                dxr[2 * h + j] = dan;
-                                dhwr[j] = dar;
-                                dhwr[h + j] = daz;
-                                dhwr[2 * h + j] = dan * rg;
-                                // The direct path h_prev -> h through z.
-                                dhr[j] = d * zg;
-                            }
-                        }
-                    }
-                }
-                if !any {
-                    continue;
-                }
-                // dh_prev += dhw . Wh; dWh += dhw^T . h_prev; dbh += sum(dhw).
-                gemm_into(n, gh, h, &dhw, false, wh, false, &mut dh, true);
-                let hp = &c.hprev[t * n * h..(t + 1) * n * h];
-                gemm_into(
-                    gh,
-                    n,
+                let rows = t * n..(t + 1) * n;
+                let any = BwdStep {
+                    mode: p.mode,
                     h,
-                    &dhw,
-                    true,
-                    hp,
-                    false,
-                    &mut dw[b.wh..b.wh + gh * h],
-                    true,
-                );
-                for row in dhw.chunks(gh) {
-                    for (k, v) in row.iter().enumerate() {
-                        dw[b.bh + k] = dw[b.bh + k] + *v;
-                    }
+                    t,
+                    lens,
+                    gates: &c.gates[rows.start * gh..rows.end * gh],
+                    hprev: &c.hprev[rows.start * h..rows.end * h],
+                    cprev: if p.lstm() {
+                        &c.cprev[rows.start * h..rows.end * h]
+                    } else {
+                        &[]
+                    },
+                    aux: if c.aux.is_empty() {
+                        &[]
+                    } else {
+                        &c.aux[rows.start * h..rows.end * h]
+                    },
+                    dy: &dy[rows.start * nd * h..rows.end * nd * h],
+                    dycol: dir * h,
+                    dh: &mut dh,
+                    dc: &mut dc,
+                    dx: &mut dxw[rows.start * gh..rows.end * gh],
+                    dhw: if gru {
+                        &mut dhw_gru[rows.start * gh..rows.end * gh]
+                    } else {
+                        &mut []
+                    },
+                }
+                .run();
+                if any {
+                    // dh_prev += dhw . Wh
+                    let dhw = if gru { &dhw_gru } else { &dxw };
+                    whb.mul(n, &dhw[t * n * gh..(t + 1) * n * gh], &mut dh, true);
                 }
             }
+            // dWh += dhw^T . h_prev and dbh += sum(dhw), all steps at once
+            // (the rows of steps past a sequence's end are zero).
+            let dhw = if gru { &dhw_gru } else { &dxw };
+            gemm_into(
+                gh,
+                tn * n,
+                h,
+                dhw,
+                true,
+                &c.hprev,
+                false,
+                &mut dw[b.wh..b.wh + gh * h],
+                true,
+            );
+            col_sums_into(dhw, gh, &mut dw[b.bh..b.bh + gh]);
             dh0[s * n * h..(s + 1) * n * h].copy_from_slice(&dh);
             if p.lstm() {
                 dc0[s * n * h..(s + 1) * n * h].copy_from_slice(&dc);
@@ -720,11 +993,7 @@ fn backward<F: Float + Elem>(
                 &mut dw[b.wx..b.wx + gh * inp],
                 true,
             );
-            for row in dxw.chunks(gh) {
-                for (k, v) in row.iter().enumerate() {
-                    dw[b.bx + k] = dw[b.bx + k] + *v;
-                }
-            }
+            col_sums_into(&dxw, gh, &mut dw[b.bx..b.bx + gh]);
         }
         if l > 0 {
             if let Some(m) = f.masks.get(l - 1) {
@@ -740,6 +1009,15 @@ fn backward<F: Float + Elem>(
         dw,
         dh0,
         dc0,
+    }
+}
+
+/// `acc[k] += sum over rows of m[row * width + k]`.
+fn col_sums_into<F: Num>(m: &[F], width: usize, acc: &mut [F]) {
+    for row in m.chunks(width) {
+        for (a, &v) in acc.iter_mut().zip(row) {
+            *a = *a + v;
+        }
     }
 }
 
@@ -778,7 +1056,7 @@ fn dims(x: &Blob) -> Dims {
     }
 }
 
-fn run_forward<F: Float + Elem>(c: &OpCall, i: &[Blob], o: &[Blob], k: &KernelCtx) -> Result<()> {
+fn run_forward<F: Num>(c: &OpCall, i: &[Blob], o: &[Blob], k: &KernelCtx) -> Result<()> {
     let p = c.p::<RnnParam>();
     let dm = dims(&i[0]);
     let lens = lengths(p, i, dm.t, dm.n);
@@ -832,7 +1110,7 @@ fn run_forward<F: Float + Elem>(c: &OpCall, i: &[Blob], o: &[Blob], k: &KernelCt
     Ok(())
 }
 
-fn run_backward<F: Float + Elem>(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> {
+fn run_backward<F: Num>(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> {
     let p = c.p::<RnnParam>();
     let dm = dims(&i[0]);
     let lens = lengths(p, i, dm.t, dm.n);

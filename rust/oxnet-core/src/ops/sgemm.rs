@@ -495,6 +495,112 @@ mod imp {
         })
     }
 
+    /// A right-hand side packed once for many products (the recurrent
+    /// weight of an RNN, multiplied at every time step): depth block `q`
+    /// holds what [`pack_b`] writes for depths [q*kcb, q*kcb+kc) and all
+    /// `n` columns, at `q * kcb * npad`.
+    pub struct PackedB {
+        buf: Vec<f32>,
+        off: usize,
+        pub k: usize,
+        pub n: usize,
+        kcb: usize,
+    }
+
+    impl PackedB {
+        /// Pack B (k x n), element (p, j) at `b[p * rs + j * cs]`.
+        /// # Safety
+        /// `b` must cover the described matrix.
+        pub unsafe fn new(k: usize, n: usize, b: *const f32, rs: isize, cs: isize) -> PackedB {
+            let kcb = kc_for(k).max(1);
+            let npad = n.div_ceil(NR) * NR;
+            let mut buf = Vec::new();
+            let off = {
+                let dst = aligned(&mut buf, k.div_ceil(kcb) * kcb * npad);
+                dst.as_ptr().offset_from(buf.as_ptr()) as usize
+            };
+            let src = BSrc::Strided(Mat { ptr: b, rs, cs });
+            let mut pc = 0;
+            while pc < k {
+                let kc = kcb.min(k - pc);
+                let at = off + pc * npad;
+                pack_b(&mut buf[at..at + kc * npad], src, pc, kc, 0, n);
+                pc += kcb;
+            }
+            PackedB {
+                buf,
+                off,
+                k,
+                n,
+                kcb,
+            }
+        }
+
+        /// `C[:, j0..j0+nc] = [C +] A . B[:, j0..j0+nc]` on this thread; `j0`
+        /// is a multiple of NR.
+        /// # Safety
+        /// `a` (m x k) and `c` (m x n) must cover their matrices.
+        pub unsafe fn run_cols(
+            &self,
+            m: usize,
+            c: MatMut,
+            acc: bool,
+            a: Mat,
+            j0: usize,
+            nc: usize,
+        ) {
+            debug_assert!(j0.is_multiple_of(NR));
+            let npad = self.n.div_ceil(NR) * NR;
+            PACK.with(|cell| {
+                let mut bufs = cell.borrow_mut();
+                let pa = aligned(&mut bufs.0, MC.min(m).div_ceil(MR) * MR * self.kcb);
+                let mut pc = 0;
+                while pc < self.k {
+                    let kc = self.kcb.min(self.k - pc);
+                    let beta = acc || pc > 0;
+                    let block = self.buf.as_ptr().add(self.off + pc * npad);
+                    let mut ic = 0;
+                    while ic < m {
+                        let mc = MC.min(m - ic);
+                        pack_a(pa, a, ic, mc, pc, kc);
+                        let mut jr = j0;
+                        while jr < j0 + nc {
+                            let cols = NR.min(j0 + nc - jr);
+                            let bp = block.add(jr * kc);
+                            let mut ir = 0;
+                            while ir < mc {
+                                let ct = MatMut {
+                                    ptr: c
+                                        .ptr
+                                        .offset((ic + ir) as isize * c.rs + jr as isize * c.cs),
+                                    ..c
+                                };
+                                let rows = MR.min(mc - ir);
+                                kernel(kc, pa.as_ptr().add(ir * kc), bp, ct, rows, cols, beta);
+                                ir += MR;
+                            }
+                            jr += NR;
+                        }
+                        ic += MC;
+                    }
+                    pc += self.kcb;
+                }
+            })
+        }
+    }
+
+    /// AVX2 and FMA present (and `OXNET_SGEMM_DISABLE` unset): the kernel
+    /// can run, whatever [`available`] prefers for one-off products.
+    pub fn has_avx2_fma() -> bool {
+        use std::sync::OnceLock;
+        static OK: OnceLock<bool> = OnceLock::new();
+        *OK.get_or_init(|| {
+            std::env::var_os("OXNET_SGEMM_DISABLE").is_none()
+                && is_x86_feature_detected!("avx2")
+                && is_x86_feature_detected!("fma")
+        })
+    }
+
     pub fn available() -> bool {
         use std::sync::OnceLock;
         static OK: OnceLock<bool> = OnceLock::new();
@@ -527,7 +633,79 @@ pub fn runs_for<T: 'static>() -> bool {
 }
 
 #[cfg(target_arch = "x86_64")]
-pub use imp::{BSrc, Mat};
+pub use imp::{BSrc, Mat, PackedB};
+
+/// Whether [`PackedB`] / [`sgemm_packed`] can run here (AVX2 + FMA, with or
+/// without AVX-512; `OXNET_SGEMM_DISABLE` unset).
+pub fn packed_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        imp::has_avx2_fma()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// `C (m x n) = [C +] A (m x k) . B` with B packed once in a [`PackedB`]
+/// (k x n), C row-major with row stride `crs`, A strided (ars, acs); the
+/// columns are split over up to `threads` rayon tasks in whole panels.
+/// Requires [`packed_available`].
+/// # Safety
+/// The pointers must cover the described matrices; C must not alias A.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn sgemm_packed(
+    m: usize,
+    c: *mut f32,
+    crs: isize,
+    acc: bool,
+    a: *const f32,
+    ars: isize,
+    acs: isize,
+    b: &PackedB,
+    threads: usize,
+) {
+    use imp::{MatMut, NR};
+    debug_assert!(packed_available());
+    let n = b.n;
+    if m == 0 || n == 0 {
+        return;
+    }
+    if b.k == 0 {
+        if !acc {
+            crate::ops::kernels::zero_strided(m, n, c, crs, 1, 0.0);
+        }
+        return;
+    }
+    let cm = MatMut {
+        ptr: c,
+        rs: crs,
+        cs: 1,
+    };
+    let am = Mat {
+        ptr: a,
+        rs: ars,
+        cs: acs,
+    };
+    let panels = n.div_ceil(NR);
+    let parts = threads.max(1).min(panels);
+    if parts <= 1 {
+        b.run_cols(m, cm, acc, am, 0, n);
+        return;
+    }
+    let per = panels.div_ceil(parts) * NR;
+    struct Args(MatMut, Mat);
+    // SAFETY: the parts write disjoint columns of C and only read A and B.
+    unsafe impl Sync for Args {}
+    let args = Args(cm, am);
+    crate::par::par_for(n.div_ceil(per), &|i| {
+        let Args(cm, am) = &args;
+        let j0 = i * per;
+        b.run_cols(m, *cm, acc, *am, j0, per.min(n - j0));
+    });
+}
 
 /// `C (m x n) = [C +] A (m x k) . B (k x n)` in f32, strides (row, col) in
 /// elements, split over up to `threads` rayon tasks (by columns of C when
@@ -581,7 +759,7 @@ pub unsafe fn sgemm_b(
     threads: usize,
 ) {
     use imp::{MatMut, MR, NR};
-    debug_assert!(available());
+    debug_assert!(packed_available());
     if m == 0 || n == 0 {
         return;
     }
@@ -676,7 +854,9 @@ mod tests {
 
     #[test]
     fn products_match_naive_for_every_layout_and_source() {
-        if !available() {
+        // the kernel runs wherever AVX2 and FMA do (`available` only says
+        // whether one-off products prefer it to the gemm crate)
+        if !packed_available() {
             eprintln!("sgemm: not available on this CPU, skipped");
             return;
         }
@@ -791,6 +971,61 @@ mod tests {
                     |p, j| store2[cols[j] as usize + p],
                 );
                 check(BSrc::Cols(store2.as_ptr(), &cols), &want, "cols");
+            }
+        }
+    }
+
+    #[test]
+    fn packed_rhs_products_match_naive() {
+        if !packed_available() {
+            eprintln!("sgemm: not available on this CPU, skipped");
+            return;
+        }
+        // (m, k, n): RNN-like steps, ragged edges, several depth blocks
+        for &(m, k, n) in &[
+            (1, 1, 1),
+            (5, 7, 9),
+            (32, 256, 1024),
+            (13, 700, 37),
+            (130, 40, 200),
+        ] {
+            let a: Vec<f32> = (0..m * k)
+                .map(|i| ((i * 7 % 23) as f32 - 11.0) / 13.0)
+                .collect();
+            for tb in [false, true] {
+                // B stored (k, n), or (n, k) and read transposed
+                let bs: Vec<f32> = (0..k * n)
+                    .map(|i| ((i * 5 % 19) as f32 - 9.0) / 7.0)
+                    .collect();
+                let at = |p: usize, j: usize| if tb { bs[j * k + p] } else { bs[p * n + j] };
+                let want = naive(m, n, k, |i, p| a[i * k + p], at);
+                let (rs, cs) = if tb { (1, k as isize) } else { (n as isize, 1) };
+                let pb = unsafe { PackedB::new(k, n, bs.as_ptr(), rs, cs) };
+                for threads in [1, 2, 3] {
+                    for acc in [false, true] {
+                        let mut c = vec![0.5f32; m * n];
+                        unsafe {
+                            sgemm_packed(
+                                m,
+                                c.as_mut_ptr(),
+                                n as isize,
+                                acc,
+                                a.as_ptr(),
+                                k as isize,
+                                1,
+                                &pb,
+                                threads,
+                            )
+                        };
+                        for (i, (g, w)) in c.iter().zip(&want).enumerate() {
+                            let w = if acc { w + 0.5 } else { *w };
+                            assert!(
+                                (*g as f64 - w).abs() < 1e-4 * (1.0 + w.abs()),
+                                "{m}x{k}x{n} tb={tb} t={threads} acc={acc}: [{i}] {g} vs {w}"
+                            );
+                        }
+                    }
+                }
             }
         }
     }
