@@ -105,6 +105,18 @@ impl RnnParam {
             vec![0]
         }
     }
+    /// The hidden reserve output's shape (see [`reserve_parts`]).
+    fn reserve_shape(&self, t: usize, n: usize) -> Result<Shape> {
+        reserve_parts(self, t, n)
+            .and_then(|v| v.iter().try_fold(0usize, |a, &b| a.checked_add(b)))
+            .map(|len| vec![len])
+            .ok_or_else(|| {
+                Error::Shape(format!(
+                    "RNN: the reserve for seq_len {t}, batch {n} and {} does not fit in memory",
+                    self.describe()
+                ))
+            })
+    }
     /// The visible outputs: out, and hy (and cy) with state_outputs.
     fn n_out(&self) -> usize {
         if self.state_outputs {
@@ -276,13 +288,13 @@ fn infer_types(
     p: &RnnParam,
     ins: &mut [Option<DType>],
     outs: &mut [Option<DType>],
-    skip: Option<usize>,
+    skip: &[usize],
 ) -> Result<()> {
     let names = ["data", "parameters", "state", "state_cell"];
     let known = ins
         .iter()
         .enumerate()
-        .filter(|(k, _)| Some(*k) != skip)
+        .filter(|(k, _)| !skip.contains(k))
         .find_map(|(_, t)| *t);
     let Some(t) = known else { return Ok(()) };
     if !t.is_float() {
@@ -292,7 +304,7 @@ fn infer_types(
         )));
     }
     for (k, x) in ins.iter_mut().enumerate() {
-        if Some(k) == skip {
+        if skip.contains(&k) {
             continue;
         }
         match x {
@@ -316,6 +328,15 @@ fn infer_types(
         *o = Some(t);
     }
     Ok(())
+}
+
+/// The reserve's dtype: the computation's (float32 for float16 data).
+fn reserve_dtype(data: DType) -> DType {
+    if data == DType::F64 {
+        DType::F64
+    } else {
+        DType::F32
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -363,28 +384,90 @@ struct Dims {
     i: usize,
 }
 
-/// What the backward needs from the forward of one (layer, direction).
-#[derive(Default)]
-struct Cache<F> {
-    /// Gate values after their nonlinearity, (T, N, G*H); for rnn_* the
-    /// hidden value itself.
-    gates: Vec<F>,
-    /// Hidden state before each step (T, N, H) (LSTM: also the cell).
-    hprev: Vec<F>,
-    cprev: Vec<F>,
-    /// LSTM: tanh of the cell after each step; GRU: h2h product of the n
-    /// gate plus its bias.
-    aux: Vec<F>,
+/// What the backward needs from the forward, kept in one buffer (RNN's
+/// hidden `reserve` output, like MXNet's reserve space) in this order: for
+/// each (layer, direction) the gate values after their nonlinearity
+/// (T, N, G*H; for rnn_* the hidden value itself), the hidden state before
+/// each step (T, N, H), for LSTM the cell before each step and tanh of the
+/// cell after it, for GRU the n gate's h2h product plus its bias (T, N, H
+/// each); then the input of every layer above the first, after dropout
+/// (T, N, D*H); then a flag, 1 when the forward kept all this (training),
+/// 0 when it did not (the backward then reruns the forward). Part sizes in
+/// elements; None on overflow.
+fn reserve_parts(p: &RnnParam, t: usize, n: usize) -> Option<Vec<usize>> {
+    let (h, nd) = (p.h, p.dirs);
+    let tnh = t.checked_mul(n)?.checked_mul(h)?;
+    let gates = tnh.checked_mul(p.mode.gates())?;
+    let cprev = if p.lstm() { tnh } else { 0 };
+    let aux = if matches!(p.mode, Mode::Lstm | Mode::Gru) {
+        tnh
+    } else {
+        0
+    };
+    let mut parts = Vec::with_capacity(4 * p.layers * nd + p.layers);
+    for _ in 0..p.layers * nd {
+        parts.extend([gates, tnh, cprev, aux]);
+    }
+    for _ in 1..p.layers {
+        parts.push(tnh.checked_mul(nd)?);
+    }
+    parts.push(1);
+    parts
+        .iter()
+        .try_fold(0usize, |acc, &v| acc.checked_add(v))?;
+    Some(parts)
+}
+
+/// `buf` cut into consecutive pieces of the given lengths.
+fn carve<'a, F>(mut buf: &'a mut [F], lens: &[usize]) -> Vec<&'a mut [F]> {
+    lens.iter()
+        .map(|&l| {
+            let (piece, rest) = std::mem::take(&mut buf).split_at_mut(l);
+            buf = rest;
+            piece
+        })
+        .collect()
+}
+
+/// One (layer, direction)'s part of the reserve: gates, hprev, cprev, aux.
+struct Cache<'a, F> {
+    gates: &'a [F],
+    hprev: &'a [F],
+    cprev: &'a [F],
+    aux: &'a [F],
+}
+
+/// The reserve read back: per (layer, direction) caches, the inputs of the
+/// layers above the first, and whether the forward filled it.
+fn read_reserve<'a, F: Num>(
+    p: &RnnParam,
+    dm: &Dims,
+    buf: &'a [F],
+) -> (Vec<Cache<'a, F>>, Vec<&'a [F]>, bool) {
+    let parts = reserve_parts(p, dm.t, dm.n).expect("reserve size checked by shape inference");
+    let mut at = 0;
+    let mut pieces = parts.iter().map(|&l| {
+        at += l;
+        &buf[at - l..at]
+    });
+    let mut next = || pieces.next().expect("reserve part");
+    let caches = (0..p.layers * p.dirs)
+        .map(|_| Cache {
+            gates: next(),
+            hprev: next(),
+            cprev: next(),
+            aux: next(),
+        })
+        .collect();
+    let inputs: Vec<&[F]> = (1..p.layers).map(|_| next()).collect();
+    let kept = next()[0] == F::one();
+    (caches, inputs, kept)
 }
 
 struct Fwd<F> {
     out: Vec<F>,
     hy: Vec<F>,
     cy: Vec<F>,
-    /// Per layer: its input (after dropout); per (layer, direction): cache.
-    inputs: Vec<Vec<F>>,
-    masks: Vec<Vec<F>>,
-    caches: Vec<Cache<F>>,
 }
 
 /// The element types the RNN computes in (float16 data runs in float32):
@@ -612,6 +695,9 @@ impl<F: Num> FwdStep<'_, F> {
     }
 }
 
+/// The forward of every layer and direction. With `keep` (a buffer of
+/// [`reserve_parts`]' total length) it also writes what the backward needs
+/// there and sets its flag.
 #[allow(clippy::too_many_arguments)]
 fn forward<F: Num>(
     p: &RnnParam,
@@ -621,8 +707,8 @@ fn forward<F: Num>(
     h0: &[F],
     c0: &[F],
     lens: &[usize],
-    masks: Vec<Vec<F>>,
-    keep: bool,
+    masks: &[Vec<F>],
+    keep: Option<&mut [F]>,
 ) -> Fwd<F> {
     let (g, h, nd) = (p.mode.gates(), p.h, p.dirs);
     let (tn, n) = (dm.t, dm.n);
@@ -630,8 +716,15 @@ fn forward<F: Num>(
     let bl = blocks(p, dm.i);
     let mut hy = vec![F::zero(); p.layers * nd * n * h];
     let mut cy = vec![F::zero(); if p.lstm() { hy.len() } else { 0 }];
-    let mut inputs = Vec::new();
-    let mut caches = Vec::new();
+    // the reserve's pieces, in reserve_parts' order
+    let mut kept = match keep {
+        Some(buf) => {
+            let parts = reserve_parts(p, tn, n).expect("reserve size checked by shape inference");
+            carve(buf, &parts)
+        }
+        None => vec![],
+    };
+    let keep = !kept.is_empty();
     let mut cur = x.to_vec();
     for l in 0..p.layers {
         if l > 0 {
@@ -639,6 +732,9 @@ fn forward<F: Num>(
                 for (v, &k) in cur.iter_mut().zip(m) {
                     *v = *v * k;
                 }
+            }
+            if keep {
+                kept[4 * p.layers * nd + l - 1].copy_from_slice(&cur);
             }
         }
         let mut out = vec![F::zero(); tn * n * nd * h];
@@ -664,41 +760,28 @@ fn forward<F: Num>(
             } else {
                 vec![]
             };
-            let mut cache = Cache::default();
-            if keep {
-                cache.gates = vec![F::zero(); tn * n * gh];
-                cache.hprev = vec![F::zero(); tn * n * h];
-                if p.lstm() {
-                    cache.cprev = vec![F::zero(); tn * n * h];
-                }
-                if p.mode != Mode::Relu && p.mode != Mode::Tanh {
-                    cache.aux = vec![F::zero(); tn * n * h];
-                }
-            }
+            // this block's gates, hprev, cprev, aux in the reserve
+            let mut cache: [&mut [F]; 4] = if keep {
+                let [a, b, c, d] = &mut kept[4 * s..4 * s + 4] else {
+                    unreachable!()
+                };
+                [&mut **a, &mut **b, &mut **c, &mut **d]
+            } else {
+                [&mut [], &mut [], &mut [], &mut []]
+            };
             let mut hw = vec![F::zero(); n * gh];
             let whb = StepB::new(wh, h, gh, true);
             let mut tc = vec![F::zero(); h];
             for t in steps(tn, dir) {
                 whb.mul(n, &hs, &mut hw, false);
+                let rows = t * n..(t + 1) * n;
+                let [gates, hprev, cprev, aux] = &mut cache;
                 if keep {
-                    cache.hprev[t * n * h..(t + 1) * n * h].copy_from_slice(&hs);
+                    hprev[rows.start * h..rows.end * h].copy_from_slice(&hs);
                     if p.lstm() {
-                        cache.cprev[t * n * h..(t + 1) * n * h].copy_from_slice(&cs);
+                        cprev[rows.start * h..rows.end * h].copy_from_slice(&cs);
                     }
                 }
-                let rows = t * n..(t + 1) * n;
-                let (gates, aux) = if keep {
-                    (
-                        Some(&mut cache.gates[rows.start * gh..rows.end * gh]),
-                        if cache.aux.is_empty() {
-                            None
-                        } else {
-                            Some(&mut cache.aux[rows.start * h..rows.end * h])
-                        },
-                    )
-                } else {
-                    (None, None)
-                };
                 FwdStep {
                     mode: p.mode,
                     h,
@@ -712,8 +795,8 @@ fn forward<F: Num>(
                     ocol: dir * h,
                     bn: &bh[(g - 1) * h..g * h],
                     tc: &mut tc,
-                    gates,
-                    aux,
+                    gates: keep.then(|| &mut gates[rows.start * gh..rows.end * gh]),
+                    aux: (keep && !aux.is_empty()).then(|| &mut aux[rows.start * h..rows.end * h]),
                 }
                 .run();
             }
@@ -721,21 +804,13 @@ fn forward<F: Num>(
             if p.lstm() {
                 cy[s * n * h..(s + 1) * n * h].copy_from_slice(&cs);
             }
-            caches.push(cache);
-        }
-        if keep {
-            inputs.push(std::mem::take(&mut cur));
         }
         cur = out;
     }
-    Fwd {
-        out: cur,
-        hy,
-        cy,
-        inputs,
-        masks,
-        caches,
+    if let Some(flag) = kept.last_mut() {
+        flag[0] = F::one();
     }
+    Fwd { out: cur, hy, cy }
 }
 
 struct Grads<F> {
@@ -885,11 +960,14 @@ fn backward<F: Num>(
     dm: &Dims,
     w: &[F],
     lens: &[usize],
-    f: &Fwd<F>,
+    x: &[F],
+    reserve: &[F],
+    masks: &[Vec<F>],
     dout: &[F],
     dhy: Option<&[F]>,
     dcy: Option<&[F]>,
 ) -> Grads<F> {
+    let (caches, inputs, _) = read_reserve(p, dm, reserve);
     let (g, h, nd) = (p.mode.gates(), p.h, p.dirs);
     let (tn, n) = (dm.t, dm.n);
     let gh = g * h;
@@ -900,13 +978,13 @@ fn backward<F: Num>(
     // Gradient of the current layer's output (T, N, D*H).
     let mut dy = dout.to_vec();
     for l in (0..p.layers).rev() {
-        let xin = &f.inputs[l];
+        let xin = if l == 0 { x } else { inputs[l - 1] };
         let inp = bl[l * nd].inp;
         let mut dxin = vec![F::zero(); tn * n * inp];
         for dir in 0..nd {
             let s = l * nd + dir;
             let b = bl[s];
-            let c = &f.caches[s];
+            let c = &caches[s];
             let (wx, wh) = (&w[b.wx..b.wx + gh * inp], &w[b.wh..b.wh + gh * h]);
             let mut dh = match dhy {
                 Some(v) => v[s * n * h..(s + 1) * n * h].to_vec(),
@@ -970,7 +1048,7 @@ fn backward<F: Num>(
                 h,
                 dhw,
                 true,
-                &c.hprev,
+                c.hprev,
                 false,
                 &mut dw[b.wh..b.wh + gh * h],
                 true,
@@ -996,7 +1074,7 @@ fn backward<F: Num>(
             col_sums_into(&dxw, gh, &mut dw[b.bx..b.bx + gh]);
         }
         if l > 0 {
-            if let Some(m) = f.masks.get(l - 1) {
+            if let Some(m) = masks.get(l - 1) {
                 for (v, &k) in dxin.iter_mut().zip(m) {
                     *v = *v * k;
                 }
@@ -1080,6 +1158,16 @@ fn run_forward<F: Num>(c: &OpCall, i: &[Blob], o: &[Blob], k: &KernelCtx) -> Res
         vec![]
     };
     let c0 = if p.lstm() { load::<F>(&i[3]) } else { vec![] };
+    // the hidden reserve output: filled in training, for the backward
+    let reserve = o[p.n_out() + 1].data_mut::<F>();
+    let keep = if k.is_train {
+        Some(&mut reserve[..])
+    } else {
+        if let Some(flag) = reserve.last_mut() {
+            *flag = F::zero();
+        }
+        None
+    };
     let f = forward::<F>(
         p,
         &dm,
@@ -1088,8 +1176,8 @@ fn run_forward<F: Num>(c: &OpCall, i: &[Blob], o: &[Blob], k: &KernelCtx) -> Res
         &load::<F>(&i[2]),
         &c0,
         &lens,
-        masks,
-        false,
+        &masks,
+        keep,
     );
     store(&o[0], &f.out);
     if p.state_outputs {
@@ -1101,10 +1189,10 @@ fn run_forward<F: Num>(c: &OpCall, i: &[Blob], o: &[Blob], k: &KernelCtx) -> Res
     // the hidden mask output: the masks applied, all ones outside training
     let mo = &o[p.n_out()];
     if p.has_mask() {
-        if f.masks.is_empty() {
+        if masks.is_empty() {
             store(mo, &vec![F::one(); mo.shape.iter().product()]);
         } else {
-            store(mo, &f.masks.concat());
+            store(mo, &masks.concat());
         }
     }
     Ok(())
@@ -1124,18 +1212,22 @@ fn run_backward<F: Num>(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Re
     } else {
         vec![]
     };
-    let f = forward::<F>(
-        p,
-        &dm,
-        &load::<F>(&i[0]),
-        &w,
-        &load::<F>(&i[2]),
-        &c0,
-        &lens,
-        masks,
-        true,
-    );
-    let g0 = p.n_in() + 1;
+    let x = load::<F>(&i[0]);
+    // the forward's reserve; rerun the forward when it was not kept (RNN
+    // called outside training, e.g. autograd.record(train_mode=False))
+    let given = i[p.n_in() + 1].data::<F>();
+    let (_, _, kept) = read_reserve(p, &dm, given);
+    let rerun;
+    let reserve = if kept {
+        given
+    } else {
+        let mut buf = vec![F::zero(); given.len()];
+        let h0 = load::<F>(&i[2]);
+        forward::<F>(p, &dm, &x, &w, &h0, &c0, &lens, &masks, Some(&mut buf));
+        rerun = buf;
+        &rerun[..]
+    };
+    let g0 = p.n_in() + 2;
     let dout = load::<F>(&i[g0]);
     let dhy = if p.state_outputs {
         Some(load::<F>(&i[g0 + 1]))
@@ -1147,7 +1239,18 @@ fn run_backward<F: Num>(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Re
     } else {
         None
     };
-    let gr = backward::<F>(p, &dm, &w, &lens, &f, &dout, dhy.as_deref(), dcy.as_deref());
+    let gr = backward::<F>(
+        p,
+        &dm,
+        &w,
+        &lens,
+        &x,
+        reserve,
+        &masks,
+        &dout,
+        dhy.as_deref(),
+        dcy.as_deref(),
+    );
     store(&o[0], &gr.dx);
     store(&o[1], &gr.dw);
     store(&o[2], &gr.dh0);
@@ -1177,8 +1280,8 @@ pub static RNN: OpDef = OpDef {
     inputs: &["data", "parameters", "state", "state_cell", "sequence_length"],
     num_inputs: Some(|c| c.p::<RnnParam>().n_in()),
     inputs_of: Some(|c| c.p::<RnnParam>().input_names()),
-    // out, [hy, [cy]], then the hidden dropout mask
-    num_outputs: |c| c.p::<RnnParam>().n_out() + 1,
+    // out, [hy, [cy]], then the hidden dropout mask and reserve
+    num_outputs: |c| c.p::<RnnParam>().n_out() + 2,
     num_visible_outputs: Some(|c| c.p::<RnnParam>().n_out()),
     parse: |a| parse_rnn(a, "RNN"),
     infer_shape: |c, ins, outs| {
@@ -1186,6 +1289,7 @@ pub static RNN: OpDef = OpDef {
         if let Some(d) = infer_inputs("RNN", p, ins)? {
             let mut shapes = out_shapes(p, d);
             shapes.push(p.mask_shape(d[0], d[1]));
+            shapes.push(p.reserve_shape(d[0], d[1])?);
             for (o, s) in outs.iter_mut().zip(shapes) {
                 *o = Some(s);
             }
@@ -1194,8 +1298,12 @@ pub static RNN: OpDef = OpDef {
     },
     infer_type: |c, ins, outs| {
         let p = c.p::<RnnParam>();
-        let skip = p.use_len.then_some(3 + p.lstm() as usize);
-        infer_types("RNN", p, ins, outs, skip)
+        let skip: Vec<usize> = p.use_len.then_some(3 + p.lstm() as usize).into_iter().collect();
+        infer_types("RNN", p, ins, outs, &skip)?;
+        if let (Some(t), Some(r)) = (outs[0], outs.last_mut()) {
+            *r = Some(reserve_dtype(t));
+        }
+        Ok(())
     },
     cpu: Some(|c, i, o, k| {
         if i[0].dtype == DType::F64 {
@@ -1208,8 +1316,9 @@ pub static RNN: OpDef = OpDef {
         let p = c.p::<RnnParam>();
         let nv = p.n_out();
         let mut ins: Vec<Entry> = x.to_vec();
-        // the hidden mask output, then the visible outputs' gradients
+        // the hidden mask and reserve outputs, then the visible outputs' gradients
         ins.push(y[nv]);
+        ins.push(y[nv + 1]);
         ins.extend_from_slice(&g[..nv]);
         let r = b.op("_backward_RNN", &attr_pairs(c), &ins)?;
         let mut out: Vec<Option<Entry>> = r.into_iter().map(Some).collect();
@@ -1225,7 +1334,7 @@ pub static RNN: OpDef = OpDef {
 pub static BACKWARD_RNN: OpDef = OpDef {
     name: "_backward_RNN",
     doc: "Internal: gradient of RNN by back-propagation through time. Inputs: RNN's inputs, its \
-          hidden dropout mask output, then the gradients of its visible outputs (out, and hy, cy \
+          hidden dropout mask and reserve outputs, then the gradients of its visible outputs (out, and hy, cy \
           with state_outputs). Returns the gradients \
           of data, parameters, state (and state_cell for lstm).",
     inputs: &[
@@ -1235,18 +1344,20 @@ pub static BACKWARD_RNN: OpDef = OpDef {
         "state_cell",
         "sequence_length",
         "mask",
+        "reserve",
         "dout",
         "dhy",
         "dcy",
     ],
     num_inputs: Some(|c| {
         let p = c.p::<RnnParam>();
-        p.n_in() + 1 + p.n_out()
+        p.n_in() + 2 + p.n_out()
     }),
     inputs_of: Some(|c| {
         let p = c.p::<RnnParam>();
         let mut v = p.input_names();
         v.push("mask");
+        v.push("reserve");
         v.extend(["dout", "dhy", "dcy"].iter().take(p.n_out()));
         v
     }),
@@ -1260,13 +1371,15 @@ pub static BACKWARD_RNN: OpDef = OpDef {
         };
         let why = "(the forward's hidden output)";
         want("RNN", "mask", &mut ins[n_in], p.mask_shape(d[0], d[1]), why)?;
+        let rs = p.reserve_shape(d[0], d[1])?;
+        want("RNN", "reserve", &mut ins[n_in + 1], rs, why)?;
         let names = ["out", "hy", "cy"];
         for (k, s) in out_shapes(p, d).into_iter().enumerate() {
             let what = format!("the gradient of {}", names[k]);
             want(
                 "RNN",
                 &what,
-                &mut ins[n_in + 1 + k],
+                &mut ins[n_in + 2 + k],
                 s,
                 "(the output's shape)",
             )?;
@@ -1277,8 +1390,27 @@ pub static BACKWARD_RNN: OpDef = OpDef {
     },
     infer_type: |c, ins, outs| {
         let p = c.p::<RnnParam>();
-        let skip = p.use_len.then_some(3 + p.lstm() as usize);
-        infer_types("RNN", p, ins, outs, skip)
+        let r = p.n_in() + 1;
+        let mut skip = vec![r];
+        if p.use_len {
+            skip.push(3 + p.lstm() as usize);
+        }
+        infer_types("RNN", p, ins, outs, &skip)?;
+        if let Some(t) = outs[0] {
+            let want = reserve_dtype(t);
+            match ins[r] {
+                None => ins[r] = Some(want),
+                Some(u) if u != want => {
+                    return Err(Error::DType(format!(
+                        "RNN: reserve has dtype {}, expected {} (the forward's hidden output)",
+                        u.name(),
+                        want.name()
+                    )))
+                }
+                _ => {}
+            }
+        }
+        Ok(())
     },
     cpu: Some(|c, i, o, k| {
         if i[0].dtype == DType::F64 {
@@ -1365,7 +1497,7 @@ mod tests {
         // call (and so mx.nd.RNN) returns the visible outputs: out, hy
         assert_eq!(call("RNN", &attrs, &ins).unwrap().len(), 2);
         let c = Arc::new(parsed(&attrs));
-        assert_eq!((RNN.num_outputs)(&c), 3);
+        assert_eq!((RNN.num_outputs)(&c), 4);
         assert_eq!(RNN.n_visible(&c), 2);
         let was = crate::autograd::set_training(true);
         let all = invoke(c.clone(), &ins, None, None).unwrap();
@@ -1374,11 +1506,19 @@ mod tests {
         let m = all[2].to_vec::<f64>().unwrap();
         assert!(m.iter().all(|&v| v == 0.0 || v == 2.0), "{m:?}");
         assert!(m.contains(&0.0) && m.contains(&2.0));
-        // outside training the mask is all ones; without dropout it is empty
-        let m = invoke(c, &ins, None, None).unwrap()[2]
-            .to_vec::<f64>()
-            .unwrap();
+        // the reserve: per (layer, direction) gates (3h), hprev, aux (h
+        // each) for T*N rows; the inputs of layers 2 and 3; the flag, set
+        // in training
+        let len = 3 * t * n * (3 * h + h + h) + 2 * t * n * h + 1;
+        assert_eq!(all[3].shape, vec![len]);
+        let r = all[3].to_vec::<f64>().unwrap();
+        assert_eq!(r[len - 1], 1.0);
+        // outside training the mask is all ones and the reserve is not
+        // kept; without dropout the mask is empty
+        let all = invoke(c, &ins, None, None).unwrap();
+        let m = all[2].to_vec::<f64>().unwrap();
         assert!(m.iter().all(|&v| v == 1.0));
+        assert_eq!(all[3].to_vec::<f64>().unwrap()[len - 1], 0.0);
         let c = Arc::new(parsed(&[
             ("state_size", "3"),
             ("num_layers", "3"),
