@@ -18,6 +18,17 @@ pub fn par_for(n: usize, f: &(dyn Fn(usize) + Sync)) {
     }
 }
 
+/// Run `f` on a thread of the rayon pool and wait for it. A kernel that
+/// calls [`par_for`] many times in a row (an RNN's time steps) then forks
+/// from inside the pool, which is much cheaper than injecting each fork
+/// from an engine worker and sleeping until it is done.
+pub fn on_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    if rayon::current_thread_index().is_some() || rayon::current_num_threads() <= 1 {
+        return f();
+    }
+    rayon::scope(|_| f())
+}
+
 /// A pointer that may cross threads; users guarantee disjoint access.
 struct SharedMut<T>(*mut T);
 unsafe impl<T: Send> Send for SharedMut<T> {}

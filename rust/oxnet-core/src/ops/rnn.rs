@@ -1260,6 +1260,13 @@ fn run_backward<F: Num>(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Re
     Ok(())
 }
 
+/// A kernel's arguments, moved to a pool thread by `par::on_pool` (the
+/// engine worker waits for it, so the borrows outlive the call).
+struct Args<'a>(&'a OpCall, &'a [Blob], &'a [Blob], &'a KernelCtx);
+// SAFETY: the blobs' storage is owned by the engine for the whole call,
+// which blocks until the pool thread is done; nothing else touches it.
+unsafe impl Send for Args<'_> {}
+
 pub static RNN: OpDef = OpDef {
     name: "RNN",
     doc: "Applies recurrent layers to input data (MXNet 1.9.1's fused RNN): mode 'rnn_relu', \
@@ -1306,11 +1313,15 @@ pub static RNN: OpDef = OpDef {
         Ok(())
     },
     cpu: Some(|c, i, o, k| {
-        if i[0].dtype == DType::F64 {
-            run_forward::<f64>(c, i, o, k)
-        } else {
-            run_forward::<f32>(c, i, o, k)
-        }
+        let args = Args(c, i, o, k);
+        crate::par::on_pool(move || {
+            let Args(c, i, o, k) = args;
+            if i[0].dtype == DType::F64 {
+                run_forward::<f64>(c, i, o, k)
+            } else {
+                run_forward::<f32>(c, i, o, k)
+            }
+        })
     }),
     grad: Some(|c, b, x, y, g| {
         let p = c.p::<RnnParam>();
@@ -1413,11 +1424,15 @@ pub static BACKWARD_RNN: OpDef = OpDef {
         Ok(())
     },
     cpu: Some(|c, i, o, k| {
-        if i[0].dtype == DType::F64 {
-            run_backward::<f64>(c, i, o, k)
-        } else {
-            run_backward::<f32>(c, i, o, k)
-        }
+        let args = Args(c, i, o, k);
+        crate::par::on_pool(move || {
+            let Args(c, i, o, k) = args;
+            if i[0].dtype == DType::F64 {
+                run_backward::<f64>(c, i, o, k)
+            } else {
+                run_backward::<f32>(c, i, o, k)
+            }
+        })
     }),
     ..OpDef::BASE
 };
