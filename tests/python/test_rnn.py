@@ -221,6 +221,45 @@ def test_backward_from_reserve_matches_rerun(mode):
         assert np.abs(kept).max() > 0
 
 
+@pytest.mark.parametrize("mode", ["rnn_tanh", "lstm", "gru"])
+def test_large_batch_equals_rows_alone(mode):
+    """A batch big enough for the time steps to split their rows over the
+    threads gives, row by row, what each sequence gives alone (one row, one
+    part), forward and backward: the data and state gradients row by row,
+    the parameter gradient as the sum over the rows."""
+    t, n, i, h = 4, 17, 16, 128  # >= 2**18 MACs per step product for every mode
+    rs = np.random.RandomState(5)
+    x = rs.uniform(-1, 1, (t, n, i)).astype(np.float32)
+    w = rs.uniform(-0.1, 0.1, n_params(mode, i, h, 2, True)).astype(np.float32)
+    s0 = [rs.uniform(-1, 1, (4, n, h)).astype(np.float32) for _ in range(2 if mode == "lstm" else 1)]
+    lens = np.array([4, 1, 3, 4, 2, 4, 4, 3, 1, 2, 4, 4, 3, 4, 1, 4, 2])
+    kw = dict(state_size=h, num_layers=2, bidirectional=True, mode=mode, state_outputs=True,
+              use_sequence_length=True)
+    shapes = [(t, n, 2 * h)] + [(4, n, h)] * len(s0)
+    heads = [np.cos(np.arange(np.prod(sh)) * 0.1).reshape(sh).astype(np.float32) for sh in shapes]
+
+    def run(rows):
+        ins = [mx.nd.array(x[:, rows]), mx.nd.array(w)] + [mx.nd.array(a[:, rows]) for a in s0]
+        for a in ins:
+            a.attach_grad()
+        with mx.autograd.record():
+            outs = mx.nd.RNN(*ins, mx.nd.array(lens[rows], dtype="int32"), **kw)
+        mx.autograd.backward(outs, [mx.nd.array(g[:, rows]) for g in heads])
+        return [o.asnumpy() for o in outs], [a.grad.asnumpy() for a in ins]
+
+    outs, grads = run(slice(None))
+    wgrad = np.zeros_like(w)
+    for b in range(n):
+        o1, g1 = run(slice(b, b + 1))
+        for full, one in zip(outs, o1):
+            np.testing.assert_allclose(full[:, b], one[:, 0], rtol=1e-5, atol=1e-6)
+        for k in [0] + list(range(2, len(g1))):
+            np.testing.assert_allclose(grads[k][:, b], g1[k][:, 0], rtol=1e-4, atol=1e-6)
+        wgrad += g1[1]
+    np.testing.assert_allclose(grads[1], wgrad, rtol=1e-4, atol=1e-5)
+    assert np.abs(grads[1]).max() > 1e-3
+
+
 def _err(fn):
     with pytest.raises(MXNetError) as e:
         r = fn()

@@ -507,19 +507,15 @@ impl<'a, F: Num> StepB<'a, F> {
         StepB::Plain { b, k, n, tb }
     }
 
-    /// `dst (m x n) = [dst +] a (m x k) . op(B)`, all row-major.
+    /// `dst (m x n) = [dst +] a (m x k) . op(B)`, all row-major, on the
+    /// calling thread (the callers split a step's rows over the threads).
     fn mul(&self, m: usize, a: &[F], dst: &mut [F], acc: bool) {
         match self {
             #[cfg(target_arch = "x86_64")]
             StepB::Packed(pb) => {
                 let (k, n) = (pb.k, pb.n);
                 assert!(a.len() >= m * k && dst.len() >= m * n);
-                // two threads pay from about a quarter of a million MACs
-                let threads = if m * n * k >= 1 << 18 {
-                    rayon::current_num_threads()
-                } else {
-                    1
-                };
+                let threads = 1;
                 // SAFETY: F is f32 (Packed is built only then); the slices
                 // cover the matrices (asserted) and dst is distinct from a.
                 unsafe {
@@ -539,6 +535,66 @@ impl<'a, F: Num> StepB<'a, F> {
             StepB::Plain { b, k, n, tb } => gemm_into(m, *k, *n, a, false, b, *tb, dst, acc),
         }
     }
+
+    /// How many parts to split a step's `m` rows into: one per thread
+    /// once the product is a quarter of a million MACs.
+    fn parts(&self, m: usize) -> usize {
+        let (k, n) = match self {
+            #[cfg(target_arch = "x86_64")]
+            StepB::Packed(pb) => (pb.k, pb.n),
+            StepB::Plain { k, n, .. } => (*k, *n),
+        };
+        if m * n * k >= 1 << 18 {
+            rayon::current_num_threads().min(m).max(1)
+        } else {
+            1
+        }
+    }
+}
+
+/// `v` cut into pieces of `len` elements (the last may be shorter), or
+/// `parts` empty pieces when `v` is empty.
+fn pieces<T>(v: &mut [T], len: usize, parts: usize) -> Vec<&mut [T]> {
+    if v.is_empty() {
+        (0..parts).map(|_| &mut [][..]).collect()
+    } else {
+        v.chunks_mut(len.max(1)).collect()
+    }
+}
+
+/// Rows `rows` of `v` (`w` elements each) in pieces of `per` rows, or
+/// `parts` empty pieces when `v` is empty.
+fn row_parts<T>(
+    v: &[T],
+    rows: std::ops::Range<usize>,
+    w: usize,
+    per: usize,
+    parts: usize,
+) -> Vec<&[T]> {
+    if v.is_empty() {
+        vec![&[]; parts]
+    } else {
+        v[rows.start * w..rows.end * w]
+            .chunks((per * w).max(1))
+            .collect()
+    }
+}
+
+/// Run `jobs[i]` for every i, in parallel when there are several.
+fn run_parts<J: Send>(jobs: Vec<J>, f: impl Fn(J) + Sync) {
+    if jobs.len() == 1 {
+        return jobs.into_iter().for_each(f);
+    }
+    let slots: Vec<std::sync::Mutex<Option<J>>> = jobs
+        .into_iter()
+        .map(|j| std::sync::Mutex::new(Some(j)))
+        .collect();
+    crate::par::par_for(slots.len(), &|i| {
+        let job = slots[i].lock().map(|mut g| g.take());
+        if let Ok(Some(j)) = job {
+            f(j)
+        }
+    });
 }
 
 /// `v = f(v)` over a slice (kept as a plain loop so that it vectorises).
@@ -567,6 +623,8 @@ struct FwdStep<'s, F> {
     t: usize,
     lens: &'s [usize],
     a: &'s [F],
+    /// added to `a` (its length: G*H)
+    bias: &'s [F],
     z: &'s mut [F],
     hs: &'s mut [F],
     cs: &'s mut [F],
@@ -609,6 +667,7 @@ impl<F: Num> FwdStep<'_, F> {
             t,
             lens,
             a,
+            bias,
             z,
             hs,
             cs,
@@ -631,8 +690,8 @@ impl<F: Num> FwdStep<'_, F> {
             let hrow = &mut hs[bi * h..(bi + 1) * h];
             match mode {
                 Mode::Relu | Mode::Tanh => {
-                    for (zv, &av) in z.iter_mut().zip(a) {
-                        *zv = *zv + av;
+                    for ((zv, &av), &bv) in z.iter_mut().zip(a).zip(bias) {
+                        *zv = *zv + av + bv;
                     }
                     if mode == Mode::Tanh {
                         map_in_place(z, F::tanh_);
@@ -642,8 +701,8 @@ impl<F: Num> FwdStep<'_, F> {
                     hrow.copy_from_slice(z);
                 }
                 Mode::Lstm => {
-                    for (zv, &av) in z.iter_mut().zip(a) {
-                        *zv = *zv + av;
+                    for ((zv, &av), &bv) in z.iter_mut().zip(a).zip(bias) {
+                        *zv = *zv + av + bv;
                     }
                     let (zi, rest) = z.split_at_mut(h);
                     let (zf, rest) = rest.split_at_mut(h);
@@ -666,17 +725,17 @@ impl<F: Num> FwdStep<'_, F> {
                     let (zr, rest) = z.split_at_mut(h);
                     let (zz, zn) = rest.split_at_mut(h);
                     for j in 0..h {
-                        zr[j] = zr[j] + a[j];
-                        zz[j] = zz[j] + a[h + j];
+                        zr[j] = zr[j] + a[j] + bias[j];
+                        zz[j] = zz[j] + a[h + j] + bias[h + j];
                     }
                     map_in_place(zr, F::sigmoid_);
                     map_in_place(zz, F::sigmoid_);
-                    let an = &a[2 * h..3 * h];
+                    let (an, bxn) = (&a[2 * h..3 * h], &bias[2 * h..3 * h]);
                     for j in 0..h {
                         // the h2h product of the n gate plus its bias
                         let hn = zn[j] + bn[j];
                         tc[j] = hn;
-                        zn[j] = an[j] + zr[j] * hn;
+                        zn[j] = an[j] + bxn[j] + zr[j] * hn;
                     }
                     map_in_place(zn, F::tanh_);
                     for j in 0..h {
@@ -746,14 +805,17 @@ fn forward<F: Num>(
             // All time steps' input products at once: (T*N, in) . (G*H, in)^T.
             let mut xw = vec![F::zero(); tn * n * gh];
             gemm_into(tn * n, b.inp, gh, &cur, false, wx, true, &mut xw, false);
-            for row in xw.chunks_mut(gh) {
-                for (k, v) in row.iter_mut().enumerate() {
-                    *v = *v + bx[k];
+            // the biases, added by the step with the two products (GRU's n
+            // gate takes its h2h bias inside the reset product)
+            let bias: Vec<F> = (0..gh)
+                .map(|k| {
                     if p.mode != Mode::Gru || k < 2 * h {
-                        *v = *v + bh[k];
+                        bx[k] + bh[k]
+                    } else {
+                        bx[k]
                     }
-                }
-            }
+                })
+                .collect();
             let mut hs = h0[s * n * h..(s + 1) * n * h].to_vec();
             let mut cs = if p.lstm() {
                 c0[s * n * h..(s + 1) * n * h].to_vec()
@@ -771,9 +833,12 @@ fn forward<F: Num>(
             };
             let mut hw = vec![F::zero(); n * gh];
             let whb = StepB::new(wh, h, gh, true);
-            let mut tc = vec![F::zero(); h];
+            // each step's rows split over the threads: every part runs its
+            // rows' recurrent product, then their cell updates
+            let parts = whb.parts(n);
+            let per = n.div_ceil(parts);
+            let mut tcs = vec![vec![F::zero(); h]; parts];
             for t in steps(tn, dir) {
-                whb.mul(n, &hs, &mut hw, false);
                 let rows = t * n..(t + 1) * n;
                 let [gates, hprev, cprev, aux] = &mut cache;
                 if keep {
@@ -782,23 +847,57 @@ fn forward<F: Num>(
                         cprev[rows.start * h..rows.end * h].copy_from_slice(&cs);
                     }
                 }
-                FwdStep {
-                    mode: p.mode,
-                    h,
-                    t,
-                    lens,
-                    a: &xw[rows.start * gh..rows.end * gh],
-                    z: &mut hw,
-                    hs: &mut hs,
-                    cs: &mut cs,
-                    out: &mut out[rows.start * nd * h..rows.end * nd * h],
-                    ocol: dir * h,
-                    bn: &bh[(g - 1) * h..g * h],
-                    tc: &mut tc,
-                    gates: keep.then(|| &mut gates[rows.start * gh..rows.end * gh]),
-                    aux: (keep && !aux.is_empty()).then(|| &mut aux[rows.start * h..rows.end * h]),
-                }
-                .run();
+                let (gates, aux): (&mut [F], &mut [F]) = if keep {
+                    (
+                        &mut gates[rows.start * gh..rows.end * gh],
+                        if aux.is_empty() {
+                            &mut []
+                        } else {
+                            &mut aux[rows.start * h..rows.end * h]
+                        },
+                    )
+                } else {
+                    (&mut [], &mut [])
+                };
+                let jobs: Vec<FwdStep<F>> = lens
+                    .chunks(per)
+                    .zip(xw[rows.start * gh..rows.end * gh].chunks(per * gh))
+                    .zip(pieces(&mut hw, per * gh, parts))
+                    .zip(pieces(&mut hs, per * h, parts))
+                    .zip(pieces(&mut cs, per * h, parts))
+                    .zip(pieces(
+                        &mut out[rows.start * nd * h..rows.end * nd * h],
+                        per * nd * h,
+                        parts,
+                    ))
+                    .zip(tcs.iter_mut())
+                    .zip(pieces(gates, per * gh, parts))
+                    .zip(pieces(aux, per * h, parts))
+                    .map(
+                        |((((((((lens, a), z), hs), cs), out), tc), gates), aux)| FwdStep {
+                            mode: p.mode,
+                            h,
+                            t,
+                            lens,
+                            a,
+                            bias: &bias,
+                            z,
+                            hs,
+                            cs,
+                            out,
+                            ocol: dir * h,
+                            bn: &bh[(g - 1) * h..g * h],
+                            tc,
+                            gates: keep.then_some(gates),
+                            aux: (keep && p.mode != Mode::Relu && p.mode != Mode::Tanh)
+                                .then_some(aux),
+                        },
+                    )
+                    .collect();
+                run_parts(jobs, |job| {
+                    whb.mul(job.lens.len(), job.hs, job.z, false);
+                    job.run()
+                });
             }
             hy[s * n * h..(s + 1) * n * h].copy_from_slice(&hs);
             if p.lstm() {
@@ -825,7 +924,8 @@ struct Grads<F> {
 /// of the gate pre-activations (`dx`, n x G*H; GRU also `dhw`, the
 /// recurrent product's, whose n gate is scaled by r); `dh` and `dc` become
 /// the gradients of the previous state but for the recurrent product's
-/// term, which the caller adds. Returns whether any row was still running.
+/// term, which the caller adds. Returns whether any row was still running,
+/// with the recurrent product's gradient rows and `dh` for that term.
 struct BwdStep<'s, F> {
     mode: Mode,
     h: usize,
@@ -843,8 +943,10 @@ struct BwdStep<'s, F> {
     dhw: &'s mut [F],
 }
 
-impl<F: Num> BwdStep<'_, F> {
-    fn run(self) -> bool {
+type BwdDone<'s, F> = (bool, &'s [F], &'s mut [F]);
+
+impl<'s, F: Num> BwdStep<'s, F> {
+    fn run(self) -> BwdDone<'s, F> {
         #[cfg(target_arch = "x86_64")]
         if super::kernels::wide_cpu() {
             // SAFETY: the CPU has AVX2 and FMA
@@ -855,12 +957,12 @@ impl<F: Num> BwdStep<'_, F> {
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn run_avx2(self) -> bool {
+    unsafe fn run_avx2(self) -> BwdDone<'s, F> {
         self.run_any()
     }
 
     #[inline(always)]
-    fn run_any(self) -> bool {
+    fn run_any(self) -> BwdDone<'s, F> {
         let BwdStep {
             mode,
             h,
@@ -949,7 +1051,8 @@ impl<F: Num> BwdStep<'_, F> {
                 }
             }
         }
-        any
+        let rec: &'s [F] = if mode == Mode::Gru { dhw } else { dx };
+        (any, rec, dh)
     }
 }
 
@@ -1002,42 +1105,62 @@ fn backward<F: Num>(
             let mut dhw_gru = vec![F::zero(); if gru { tn * n * gh } else { 0 }];
             let whb = StepB::new(wh, gh, h, false);
             let order: Vec<usize> = steps(tn, dir).collect();
+            // each step's rows split over the threads: every part runs its
+            // rows' cell gradients, then their recurrent product
+            let parts = whb.parts(n);
+            let per = n.div_ceil(parts);
             for &t in order.iter().rev() {
                 let rows = t * n..(t + 1) * n;
-                let any = BwdStep {
-                    mode: p.mode,
-                    h,
-                    t,
-                    lens,
-                    gates: &c.gates[rows.start * gh..rows.end * gh],
-                    hprev: &c.hprev[rows.start * h..rows.end * h],
-                    cprev: if p.lstm() {
-                        &c.cprev[rows.start * h..rows.end * h]
-                    } else {
-                        &[]
-                    },
-                    aux: if c.aux.is_empty() {
-                        &[]
-                    } else {
-                        &c.aux[rows.start * h..rows.end * h]
-                    },
-                    dy: &dy[rows.start * nd * h..rows.end * nd * h],
-                    dycol: dir * h,
-                    dh: &mut dh,
-                    dc: &mut dc,
-                    dx: &mut dxw[rows.start * gh..rows.end * gh],
-                    dhw: if gru {
-                        &mut dhw_gru[rows.start * gh..rows.end * gh]
-                    } else {
-                        &mut []
-                    },
-                }
-                .run();
-                if any {
-                    // dh_prev += dhw . Wh
-                    let dhw = if gru { &dhw_gru } else { &dxw };
-                    whb.mul(n, &dhw[t * n * gh..(t + 1) * n * gh], &mut dh, true);
-                }
+                let part = |v, w| row_parts(v, rows.clone(), w, per, parts);
+                let dhw_rows: &mut [F] = if gru {
+                    &mut dhw_gru[rows.start * gh..rows.end * gh]
+                } else {
+                    &mut []
+                };
+                let jobs: Vec<BwdStep<F>> = lens
+                    .chunks(per)
+                    .zip(part(c.gates, gh))
+                    .zip(part(c.hprev, h))
+                    .zip(part(c.cprev, h))
+                    .zip(part(c.aux, h))
+                    .zip(part(&dy, nd * h))
+                    .zip(pieces(&mut dh, per * h, parts))
+                    .zip(pieces(&mut dc, per * h, parts))
+                    .zip(pieces(
+                        &mut dxw[rows.start * gh..rows.end * gh],
+                        per * gh,
+                        parts,
+                    ))
+                    .zip(pieces(dhw_rows, per * gh, parts))
+                    .map(
+                        |(((((((((lens, gates), hprev), cprev), aux), dy), dh), dc), dx), dhw)| {
+                            BwdStep {
+                                mode: p.mode,
+                                h,
+                                t,
+                                lens,
+                                gates,
+                                hprev,
+                                cprev,
+                                aux,
+                                dy,
+                                dycol: dir * h,
+                                dh,
+                                dc,
+                                dx,
+                                dhw,
+                            }
+                        },
+                    )
+                    .collect();
+                run_parts(jobs, |job| {
+                    let m = job.lens.len();
+                    let (any, rec, dh) = job.run();
+                    if any {
+                        // dh_prev += dhw . Wh
+                        whb.mul(m, rec, dh, true);
+                    }
+                });
             }
             // dWh += dhw^T . h_prev and dbh += sum(dhw), all steps at once
             // (the rows of steps past a sequence's end are zero).
