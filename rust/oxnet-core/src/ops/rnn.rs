@@ -9,9 +9,16 @@
 //! gates (1 for rnn_*, 4 for lstm in the order i, f, g, o; 3 for gru in the
 //! order r, z, n); `in` is input_size for the first layer, D*H above it.
 //!
-//! Per layer, the input-to-hidden products of all time steps are one GEMM;
-//! the recurrent products are one GEMM per step. The backward reruns the
-//! forward keeping the gate activations, then back-propagates through time.
+//! Per layer, the input-to-hidden products of all time steps are one GEMM.
+//! The recurrent weight is packed once (float32 on AVX2 CPUs: oxnet's
+//! sgemm) and every time step splits its batch rows over the threads, each
+//! part running its rows' recurrent product and then their cell updates,
+//! with the sigmoid / tanh compiled for AVX2. In training the forward keeps
+//! the gate values and states the backward needs in a hidden `reserve`
+//! output (MXNet's reserve space); the backward reads it, back-propagates
+//! through time the same way, and forms the recurrent weight's gradient as
+//! one GEMM over all steps. Without a kept reserve (recorded outside
+//! training) the backward reruns the forward first.
 //!
 //! `sequence_length` follows the cuDNN semantics MXNet documents: steps at
 //! or after a sequence's length give zero outputs and leave the state
@@ -21,9 +28,9 @@
 //!
 //! Dropout (`p`, training only, between layers) draws its masks from the
 //! per-context generator in the forward and writes them to a hidden output
-//! (`mask`, MXNet's `FNumVisibleOutputs`; like MXNet's reserve space): the
-//! user sees out (and hy, cy), the gradient passes the mask to
-//! `_backward_RNN`, which reruns the forward with the same masks. The mask
+//! (`mask`, MXNet's `FNumVisibleOutputs`): the user sees out (and hy, cy),
+//! the gradient passes the mask and the reserve to `_backward_RNN`, which
+//! applies the same masks. The mask
 //! has shape (num_layers-1, seq_len, batch, D*state_size) when p > 0 and
 //! num_layers > 1 (all ones outside training), (0,) otherwise.
 //! projection_size and lstm_state_clip_* are refused: MXNet implements them
@@ -1402,8 +1409,8 @@ pub static RNN: OpDef = OpDef {
           state_size); state_cell (lstm only, same shape); sequence_length (batch,) with \
           use_sequence_length=True (steps past a sequence's length output zeros and keep the state). \
           Shape inference sizes parameters and states from the data shape.\n\n\
-          p: dropout on the outputs of every layer but the last, in training only (the masks are \
-          kept in a hidden output for the gradient). \
+          p: dropout on the outputs of every layer but the last, in training only (the masks, and in \
+          training the states the gradient needs, are kept in hidden outputs). \
           Returns out (seq_len, batch, D*state_size), and with state_outputs=True also the final \
           state hy (and cy for lstm). projection_size and lstm_state_clip_* (cuDNN-only in MXNet) \
           are refused.",
