@@ -152,3 +152,21 @@ def test_bulk_does_not_change_results():
         ref = ref * 1.5 - 1
     np.testing.assert_allclose(y.asnumpy(), ref, rtol=1e-5)
     assert mx.engine.set_bulk_size(0) == 0
+
+
+def test_an_async_error_is_reported_once():
+    """As in MXNet: an error raised at the wait on an array it reached is not
+    raised again by the next waitall; one nobody waited for is, once."""
+    x = mx.nd.zeros((1, 2, 4, 4))
+    bad = mx.nd.array([[3, 0, 0, 1, 1]])  # batch index 3 of 1: fails in the kernel
+    out = mx.nd.ROIPooling(x, bad, pooled_size=(2, 2), spatial_scale=1.0)
+    downstream = out + 1
+    with pytest.raises(mx.base.MXNetError, match="batch_index"):
+        downstream.wait_to_read()
+    mx.nd.waitall()  # reported above: nothing left
+    out.wait_to_read()
+    mx.nd.ROIPooling(x, bad, pooled_size=(2, 2), spatial_scale=1.0)
+    with pytest.raises(mx.base.MXNetError, match="batch_index"):
+        mx.nd.waitall()
+    mx.nd.waitall()
+    assert (mx.nd.ones((2,)) + 1).asnumpy().tolist() == [2, 2]

@@ -83,7 +83,8 @@ pub(crate) struct Shared {
     waiters: AtomicUsize,
     lock: Mutex<()>,
     cv: Condvar,
-    first_error: Mutex<Option<Error>>,
+    /// Errors not yet reported, in the order they happened.
+    errors: Mutex<Vec<var::ErrSlot>>,
     poisoned: Mutex<Vec<Var>>,
     any_error: AtomicBool,
 }
@@ -95,7 +96,7 @@ impl Shared {
             waiters: AtomicUsize::new(0),
             lock: Mutex::new(()),
             cv: Condvar::new(),
-            first_error: Mutex::new(None),
+            errors: Mutex::new(Vec::new()),
             poisoned: Mutex::new(Vec::new()),
             any_error: AtomicBool::new(false),
         }
@@ -131,26 +132,34 @@ impl Shared {
         self.waiters.fetch_sub(1, Ordering::SeqCst);
     }
 
-    fn record_error(&self, e: &Error, vars: &[Var]) {
+    fn record_error(&self, e: &var::ErrSlot, vars: &[Var]) {
         {
-            let mut f = self.first_error.lock();
-            if f.is_none() {
-                *f = Some(e.clone());
+            let mut all = self.errors.lock();
+            if !all.iter().any(|x| Arc::ptr_eq(x, e)) {
+                all.push(e.clone());
             }
         }
         self.poisoned.lock().extend(vars.iter().cloned());
         self.any_error.store(true, Ordering::Release);
     }
 
-    /// Take the first error and clear every poisoned variable.
+    /// Take the first error not reported yet (by a wait on a variable it
+    /// poisoned) and clear every error and poisoned variable.
     fn take_all_errors(&self) -> Result<()> {
         if !self.any_error.swap(false, Ordering::AcqRel) {
             return Ok(());
         }
+        let mut first = None;
+        for e in self.errors.lock().drain(..) {
+            let taken = e.lock().take();
+            if first.is_none() {
+                first = taken;
+            }
+        }
         for v in self.poisoned.lock().drain(..) {
             v.take_error();
         }
-        match self.first_error.lock().take() {
+        match first {
             Some(e) => Err(e),
             None => Ok(()),
         }
@@ -167,29 +176,35 @@ pub(crate) fn execute(shared: &Shared, opr: &Opr) {
         }
         return;
     }
-    let upstream = opr.reads.iter().find_map(|v| v.error());
-    let result = match upstream {
-        Some(e) => Err(e),
-        None => match func {
-            None => Ok(()),
-            Some(f) => {
-                let rc = RunCtx { ctx: opr.ctx };
-                let prof = crate::profiler::op_begin(&opr.prof);
-                let r = crate::error::catch_panic(
-                    || f(&rc).map_err(|e| e.in_op(opr.name)),
-                    |msg| Error::Op {
-                        op: opr.name.to_string(),
-                        msg: format!("internal error (panic): {msg}"),
-                    },
-                );
-                crate::profiler::op_end(prof, opr.name, opr.ctx, &opr.prof);
-                r
-            }
-        },
+    // an input poisoned by an unreported error: skip, passing the same
+    // error on to the outputs
+    if let Some(e) = opr.reads.iter().find_map(|v| v.error_slot()) {
+        for v in &opr.writes {
+            v.set_error(&e);
+        }
+        shared.record_error(&e, &opr.writes);
+        return;
+    }
+    let result = match func {
+        None => Ok(()),
+        Some(f) => {
+            let rc = RunCtx { ctx: opr.ctx };
+            let prof = crate::profiler::op_begin(&opr.prof);
+            let r = crate::error::catch_panic(
+                || f(&rc).map_err(|e| e.in_op(opr.name)),
+                |msg| Error::Op {
+                    op: opr.name.to_string(),
+                    msg: format!("internal error (panic): {msg}"),
+                },
+            );
+            crate::profiler::op_end(prof, opr.name, opr.ctx, &opr.prof);
+            r
+        }
     };
     if let Err(e) = result {
+        let e: var::ErrSlot = Arc::new(Mutex::new(Some(e)));
         for v in &opr.writes {
-            v.set_error(e.clone());
+            v.set_error(&e);
         }
         shared.record_error(&e, &opr.writes);
     }

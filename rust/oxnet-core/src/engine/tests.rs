@@ -66,6 +66,32 @@ fn errors_poison_and_engine_keeps_working() {
 }
 
 #[test]
+fn an_error_is_reported_once() {
+    // As MXNet: an error raised by a wait on a variable it poisoned (the
+    // failing op's output or anything downstream) is not raised again by
+    // waitall; an error nobody waited for is.
+    let _g = ERR_LOCK.lock();
+    let _ = wait_for_all();
+    let (a, b, c) = (Var::new(), Var::new(), Var::new());
+    push_fn(vec![], vec![a.clone()], || {
+        Err(Error::Param("first".into()))
+    });
+    push_fn(vec![a.clone()], vec![b.clone()], || Ok(()));
+    let e = wait_for_var(&b, false).unwrap_err();
+    assert!(e.message().contains("first"), "{e}");
+    // reported through b: a and waitall are clean
+    wait_for_var(&a, false).unwrap();
+    wait_for_all().unwrap();
+    push_fn(vec![], vec![c.clone()], || {
+        Err(Error::Param("second".into()))
+    });
+    let e = wait_for_all().unwrap_err();
+    assert!(e.message().contains("second"), "{e}");
+    wait_for_var(&c, false).unwrap();
+    wait_for_all().unwrap();
+}
+
+#[test]
 fn panics_become_errors() {
     let _g = ERR_LOCK.lock();
     let a = Var::new();

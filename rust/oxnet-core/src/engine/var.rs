@@ -7,11 +7,17 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+/// One failed operation's error, shared by every variable it poisons (its
+/// outputs and, through skipped operations, everything downstream). Taking
+/// it through any of them clears it for all, as MXNet's shared
+/// `exception_ptr`: an error reported once is not reported again.
+pub(crate) type ErrSlot = Arc<Mutex<Option<Error>>>;
+
 pub(crate) struct VarState {
     pub(crate) queue: VecDeque<(Arc<Opr>, bool)>,
     pub(crate) running_reads: usize,
     pub(crate) running_write: bool,
-    pub(crate) error: Option<Error>,
+    pub(crate) error: Option<ErrSlot>,
 }
 
 pub(crate) struct VarInner {
@@ -51,28 +57,37 @@ impl Var {
 
     /// The error poisoning this variable, if any (left in place).
     pub fn error(&self) -> Option<Error> {
+        self.error_slot().and_then(|e| e.lock().clone())
+    }
+
+    /// The shared error poisoning this variable, unless none or already
+    /// reported through another variable.
+    pub(crate) fn error_slot(&self) -> Option<ErrSlot> {
         if !self.0.poisoned.load(Ordering::Acquire) {
             return None;
         }
-        self.0.state.lock().error.clone()
+        let slot = self.0.state.lock().error.clone()?;
+        let live = slot.lock().is_some();
+        live.then_some(slot)
     }
 
-    pub(crate) fn set_error(&self, e: Error) {
+    pub(crate) fn set_error(&self, e: &ErrSlot) {
         let mut s = self.0.state.lock();
-        if s.error.is_none() {
-            s.error = Some(e);
+        if s.error.as_ref().is_none_or(|old| old.lock().is_none()) {
+            s.error = Some(e.clone());
         }
         self.0.poisoned.store(true, Ordering::Release);
     }
 
-    /// Remove and return the error poisoning this variable.
+    /// Remove and return the error poisoning this variable (which clears
+    /// it for every variable sharing it).
     pub fn take_error(&self) -> Option<Error> {
         if !self.0.poisoned.load(Ordering::Acquire) {
             return None;
         }
         let mut s = self.0.state.lock();
         self.0.poisoned.store(false, Ordering::Release);
-        s.error.take()
+        s.error.take().and_then(|e| e.lock().take())
     }
 
     /// True when no operation on this variable is queued or running.
