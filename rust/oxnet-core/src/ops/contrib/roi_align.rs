@@ -2,11 +2,12 @@
 //! every bin of each region of interest, without quantisation; optional
 //! position-sensitive channels (R-FCN) and Detectron2's half-pixel
 //! alignment. The data gradient applies the same sampling weights.
+use crate::base::dtype::Elem;
 use crate::base::fmt_shape;
 use crate::error::{Error, Result};
 use crate::ops::attrs::Attrs;
 use crate::ops::nn::roi::{check_roi_inputs, pooled_size};
-use crate::ops::nn::{fill_shape, fwd_attrs, infer_float_same, to_f64_vec, write_f64};
+use crate::ops::nn::{fill_shape, fwd_attrs, infer_float_same, to_f64_vec};
 use crate::ops::registry::{OpCall, OpDef, Params};
 
 pub struct RoiAlign {
@@ -113,50 +114,159 @@ fn bin_taps(
     taps
 }
 
-/// Calls `f(output index, data index, weight)` for every tap of every output.
-fn for_each_tap(
-    p: &RoiAlign,
-    ds: &[usize],
-    rois: &[f64],
-    mut f: impl FnMut(usize, usize, f64),
-) -> Result<()> {
-    let (n, c, h, w) = (ds[0], ds[1], ds[2], ds[3]);
+/// Every roi's sampling taps, bin by bin: `bins[(r * ph + i) * pw + j]`
+/// holds (pixel offset y * w + x, summed weight) pairs, one per distinct
+/// pixel (neighbouring samples share pixels: merging them makes the channel
+/// loops 2-3x shorter), and `batch[r]` the roi's image (None for a negative
+/// batch index, whose outputs are 0).
+struct Taps {
+    batch: Vec<Option<usize>>,
+    bins: Vec<Vec<(usize, f64)>>,
+}
+
+fn taps(p: &RoiAlign, ds: &[usize], rois: &[f64]) -> Result<Taps> {
+    let (n, h, w) = (ds[0], ds[2], ds[3]);
     let (ph, pw) = p.pooled;
-    let oc = if p.position_sensitive {
-        c / (ph * pw)
-    } else {
-        c
-    };
+    let mut batch = Vec::with_capacity(rois.len() / 5);
     for (r, roi) in rois.chunks(5).enumerate() {
-        if roi[0] < 0.0 {
-            continue;
-        }
-        let b = roi[0] as usize;
-        if b >= n {
+        batch.push(if roi[0] < 0.0 {
+            None
+        } else if (roi[0] as usize) < n {
+            Some(roi[0] as usize)
+        } else {
             return Err(Error::Index(format!(
                 "_contrib_ROIAlign: roi {r} has batch_index {}, outside [0, {n}) for data shape {}",
                 roi[0],
                 fmt_shape(ds)
             )));
+        });
+    }
+    let nb = ph * pw;
+    let bins = crate::par::par_map(batch.len() * nb, |k| {
+        let (r, i, j) = (k / nb, k % nb / pw, k % pw);
+        if batch[r].is_none() {
+            return vec![];
         }
-        for i in 0..ph {
-            for j in 0..pw {
-                let taps = bin_taps(p, roi, (h, w), i, j);
-                for ch in 0..oc {
-                    let ic = if p.position_sensitive {
-                        (ch * ph + i) * pw + j
-                    } else {
-                        ch
-                    };
-                    let o = ((r * oc + ch) * ph + i) * pw + j;
-                    let base = (b * c + ic) * h * w;
-                    for &(y, x, k) in &taps {
-                        f(o, base + y * w + x, k);
-                    }
+        let mut t: Vec<(usize, f64)> = bin_taps(p, &rois[r * 5..r * 5 + 5], (h, w), i, j)
+            .into_iter()
+            .map(|(y, x, k)| (y * w + x, k))
+            .collect();
+        t.sort_by_key(|v| v.0);
+        t.dedup_by(|b, a| {
+            if a.0 == b.0 {
+                a.1 += b.1;
+                true
+            } else {
+                false
+            }
+        });
+        t
+    });
+    Ok(Taps { batch, bins })
+}
+
+/// Data channel read by output channel `ch` of bin (i, j).
+fn in_channel(p: &RoiAlign, ch: usize, i: usize, j: usize) -> usize {
+    let (ph, pw) = p.pooled;
+    if p.position_sensitive {
+        (ch * ph + i) * pw + j
+    } else {
+        ch
+    }
+}
+
+fn out_channels(p: &RoiAlign, c: usize) -> usize {
+    let (ph, pw) = p.pooled;
+    if p.position_sensitive {
+        c / (ph * pw)
+    } else {
+        c
+    }
+}
+
+/// The forward, in parallel over rois: each output is its taps' weighted
+/// sum of the data channel.
+fn forward<T: Elem>(p: &RoiAlign, ds: &[usize], x: &[T], rois: &[f64], y: &mut [T]) -> Result<()> {
+    let (c, h, w) = (ds[1], ds[2], ds[3]);
+    let (ph, pw) = p.pooled;
+    let oc = out_channels(p, c);
+    let tp = taps(p, ds, rois)?;
+    crate::par::par_chunks_mut(y, (oc * ph * pw).max(1), |r, yr| {
+        let Some(b) = tp.batch[r] else {
+            yr.fill(T::from_f64(0.0));
+            return;
+        };
+        for ch in 0..oc {
+            for i in 0..ph {
+                for j in 0..pw {
+                    let plane = &x[(b * c + in_channel(p, ch, i, j)) * h * w..][..h * w];
+                    let acc: f64 = tp.bins[(r * ph + i) * pw + j]
+                        .iter()
+                        .map(|&(o, k)| k * plane[o].to_f64())
+                        .sum();
+                    yr[(ch * ph + i) * pw + j] = T::from_f64(acc);
                 }
             }
         }
-    }
+    });
+    Ok(())
+}
+
+/// The data gradient, in parallel over output channels (which write
+/// disjoint data channels): each output gradient spread over its taps.
+fn backward<T: Elem>(
+    p: &RoiAlign,
+    ds: &[usize],
+    g: &[T],
+    rois: &[f64],
+    dx: &mut [T],
+) -> Result<()> {
+    let (n, c, h, w) = (ds[0], ds[1], ds[2], ds[3]);
+    let (ph, pw) = p.pooled;
+    let oc = out_channels(p, c);
+    let tp = taps(p, ds, rois)?;
+    // each output channel's data channels accumulated in f64 (a scratch
+    // per thread), then stored
+    let per_ch = if p.position_sensitive { ph * pw } else { 1 };
+    struct Out<T>(*mut T);
+    // SAFETY: output channel ch writes only data channels ch * per_ch ..
+    // (ch + 1) * per_ch, disjoint between tasks; dx outlives the loop.
+    unsafe impl<T> Sync for Out<T> {}
+    let out = Out(dx.as_mut_ptr());
+    crate::par::par_for_init(
+        oc,
+        || vec![0f64; n * per_ch * h * w],
+        |ch, acc| {
+            acc.fill(0.0);
+            for (r, b) in tp.batch.iter().enumerate() {
+                let Some(b) = *b else { continue };
+                for i in 0..ph {
+                    for j in 0..pw {
+                        let q = if p.position_sensitive { i * pw + j } else { 0 };
+                        let plane = &mut acc[(b * per_ch + q) * h * w..][..h * w];
+                        let gv = g[((r * oc + ch) * ph + i) * pw + j].to_f64();
+                        for &(o, k) in &tp.bins[(r * ph + i) * pw + j] {
+                            plane[o] += k * gv;
+                        }
+                    }
+                }
+            }
+            let out = &out;
+            for b in 0..n {
+                for q in 0..per_ch {
+                    let ic = ch * per_ch + q;
+                    let src = &acc[(b * per_ch + q) * h * w..][..h * w];
+                    // SAFETY: see Out; the plane lies inside dx
+                    let dst = unsafe {
+                        std::slice::from_raw_parts_mut(out.0.add((b * c + ic) * h * w), h * w)
+                    };
+                    for (d, &v) in dst.iter_mut().zip(src) {
+                        *d = T::from_f64(v);
+                    }
+                }
+            }
+        },
+    );
     Ok(())
 }
 
@@ -179,13 +289,10 @@ pub static ROI_ALIGN: OpDef = OpDef {
     },
     infer_type: infer_float_same,
     cpu: Some(|c, i, o, _| {
-        let x = to_f64_vec(&i[0]);
-        let mut y = vec![0f64; o[0].shape.iter().product()];
-        for_each_tap(rp(c), &i[0].shape, &to_f64_vec(&i[1]), |oi, di, k| {
-            y[oi] += k * x[di]
-        })?;
-        write_f64(&o[0], &y);
-        Ok(())
+        let rois = to_f64_vec(&i[1]);
+        crate::dispatch_float!(o[0].dtype, T => {
+            forward(rp(c), &i[0].shape, i[0].data::<T>(), &rois, o[0].data_mut::<T>())
+        })
     }),
     grad: Some(|c, b, x, _, g| {
         let d = b.op1("_backward_contrib_ROIAlign", &fwd_attrs(c), &[g[0], x[0], x[1]])?;
@@ -210,13 +317,10 @@ pub static BACKWARD_ROI_ALIGN: OpDef = OpDef {
     },
     infer_type: infer_float_same,
     cpu: Some(|c, i, o, _| {
-        let g = to_f64_vec(&i[0]);
-        let mut dx = vec![0f64; i[1].shape.iter().product()];
-        for_each_tap(rp(c), &i[1].shape, &to_f64_vec(&i[2]), |oi, di, k| {
-            dx[di] += k * g[oi]
-        })?;
-        write_f64(&o[0], &dx);
-        Ok(())
+        let rois = to_f64_vec(&i[2]);
+        crate::dispatch_float!(o[0].dtype, T => {
+            backward(rp(c), &i[1].shape, i[0].data::<T>(), &rois, o[0].data_mut::<T>())
+        })
     }),
     ..OpDef::BASE
 };
