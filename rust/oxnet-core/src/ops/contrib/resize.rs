@@ -1,10 +1,11 @@
 //! Resizing and pooling of NCHW images: BilinearResize2D and
 //! AdaptiveAvgPooling2D, each with an internal backward operator that
 //! applies the adjoint of the same interpolation / averaging weights.
+use crate::base::dtype::Elem;
 use crate::base::fmt_shape;
 use crate::error::{Error, Result};
 use crate::ops::attrs::Attrs;
-use crate::ops::nn::{fill_shape, fwd_attrs, infer_float_same, to_f64_vec, write_f64};
+use crate::ops::nn::{fill_shape, fwd_attrs, infer_float_same};
 use crate::ops::registry::{OpCall, OpDef, Params};
 
 fn four_d(op: &str, s: &[usize]) -> Result<()> {
@@ -20,49 +21,64 @@ fn four_d(op: &str, s: &[usize]) -> Result<()> {
 /// One output position's interpolation: (low index, high index, weight of high).
 type Tap = (usize, usize, f64);
 
-/// A linear operator on the last two axes, as per-output-pixel weighted taps
-/// (shared by the forward and its adjoint).
-fn apply(
-    x: &[f64],
-    planes: usize,
-    (ih, iw): (usize, usize),
-    (oh, ow): (usize, usize),
+/// Every output pixel's taps as (offset h * iw + w in the input plane,
+/// weight), row by row.
+fn all_taps(
+    (iw, oh, ow): (usize, usize, usize),
     taps: &dyn Fn(usize, usize) -> Vec<(usize, usize, f64)>,
-) -> Vec<f64> {
-    let mut y = vec![0f64; planes * oh * ow];
-    for i in 0..oh {
-        for j in 0..ow {
-            let t = taps(i, j);
-            for p in 0..planes {
-                let src = &x[p * ih * iw..(p + 1) * ih * iw];
-                y[(p * oh + i) * ow + j] = t.iter().map(|&(h, w, k)| k * src[h * iw + w]).sum();
-            }
-        }
-    }
-    y
+) -> Vec<Vec<(usize, f64)>> {
+    (0..oh * ow)
+        .map(|k| {
+            taps(k / ow, k % ow)
+                .into_iter()
+                .map(|(h, w, t)| (h * iw + w, t))
+                .collect()
+        })
+        .collect()
 }
 
-fn apply_adjoint(
-    g: &[f64],
-    planes: usize,
+/// A linear operator on the last two axes, as per-output-pixel weighted
+/// taps (shared by the forward and its adjoint): `y` (planes, oh, ow) from
+/// `x` (planes, ih, iw), in the data dtype, in parallel over the planes.
+fn apply<T: Elem>(
+    x: &[T],
+    y: &mut [T],
     (ih, iw): (usize, usize),
     (oh, ow): (usize, usize),
     taps: &dyn Fn(usize, usize) -> Vec<(usize, usize, f64)>,
-) -> Vec<f64> {
-    let mut dx = vec![0f64; planes * ih * iw];
-    for i in 0..oh {
-        for j in 0..ow {
-            let t = taps(i, j);
-            for p in 0..planes {
-                let gv = g[(p * oh + i) * ow + j];
-                let dst = &mut dx[p * ih * iw..(p + 1) * ih * iw];
-                for &(h, w, k) in &t {
-                    dst[h * iw + w] += k * gv;
-                }
+) {
+    let t = all_taps((iw, oh, ow), taps);
+    crate::par::par_chunks_mut(y, (oh * ow).max(1), |p, yp| {
+        let src = &x[p * ih * iw..(p + 1) * ih * iw];
+        for (o, tk) in yp.iter_mut().zip(&t) {
+            *o = T::from_f64(tk.iter().map(|&(q, k)| k * src[q].to_f64()).sum());
+        }
+    });
+}
+
+/// The adjoint of [`apply`]: `dx` (planes, ih, iw) from `g` (planes, oh,
+/// ow), accumulated in float64 per plane.
+fn apply_adjoint<T: Elem>(
+    g: &[T],
+    dx: &mut [T],
+    (ih, iw): (usize, usize),
+    (oh, ow): (usize, usize),
+    taps: &dyn Fn(usize, usize) -> Vec<(usize, usize, f64)>,
+) {
+    let t = all_taps((iw, oh, ow), taps);
+    crate::par::par_chunks_mut(dx, (ih * iw).max(1), |p, dp| {
+        let gp = &g[p * oh * ow..(p + 1) * oh * ow];
+        let mut acc = vec![0f64; ih * iw];
+        for (gv, tk) in gp.iter().zip(&t) {
+            let gv = gv.to_f64();
+            for &(q, k) in tk {
+                acc[q] += k * gv;
             }
         }
-    }
-    dx
+        for (d, a) in dp.iter_mut().zip(acc) {
+            *d = T::from_f64(a);
+        }
+    });
 }
 
 // ---------------------------------------------------------------------------
@@ -285,8 +301,9 @@ pub static BILINEAR_RESIZE_2D: OpDef = OpDef {
         let s = &i[0].shape;
         let (oh, ow) = (o[0].shape[2], o[0].shape[3]);
         let taps = resize_taps(rp(c), s[2], s[3], oh, ow);
-        let y = apply(&to_f64_vec(&i[0]), s[0] * s[1], (s[2], s[3]), (oh, ow), &taps);
-        write_f64(&o[0], &y);
+        crate::dispatch_float!(o[0].dtype, T => {
+            apply(i[0].data::<T>(), o[0].data_mut::<T>(), (s[2], s[3]), (oh, ow), &taps)
+        });
         Ok(())
     }),
     grad: Some(|c, b, x, _, g| {
@@ -322,14 +339,9 @@ pub static BACKWARD_BILINEAR_RESIZE_2D: OpDef = OpDef {
     cpu: Some(|c, i, o, _| {
         let (gs, s) = (&i[0].shape, &i[1].shape);
         let taps = resize_taps(rp(c), s[2], s[3], gs[2], gs[3]);
-        let dx = apply_adjoint(
-            &to_f64_vec(&i[0]),
-            s[0] * s[1],
-            (s[2], s[3]),
-            (gs[2], gs[3]),
-            &taps,
-        );
-        write_f64(&o[0], &dx);
+        crate::dispatch_float!(o[0].dtype, T => {
+            apply_adjoint(i[0].data::<T>(), o[0].data_mut::<T>(), (s[2], s[3]), (gs[2], gs[3]), &taps)
+        });
         Ok(())
     }),
     ..OpDef::BASE
@@ -403,8 +415,9 @@ pub static ADAPTIVE_AVG_POOLING_2D: OpDef = OpDef {
         let s = &i[0].shape;
         let (oh, ow) = *c.p::<(usize, usize)>();
         let taps = pool_taps(s[2], s[3], oh, ow);
-        let y = apply(&to_f64_vec(&i[0]), s[0] * s[1], (s[2], s[3]), (oh, ow), &taps);
-        write_f64(&o[0], &y);
+        crate::dispatch_float!(o[0].dtype, T => {
+            apply(i[0].data::<T>(), o[0].data_mut::<T>(), (s[2], s[3]), (oh, ow), &taps)
+        });
         Ok(())
     }),
     grad: Some(|c, b, x, _, g| {
@@ -439,14 +452,9 @@ pub static BACKWARD_ADAPTIVE_AVG_POOLING_2D: OpDef = OpDef {
         let s = &i[1].shape;
         let (oh, ow) = *c.p::<(usize, usize)>();
         let taps = pool_taps(s[2], s[3], oh, ow);
-        let dx = apply_adjoint(
-            &to_f64_vec(&i[0]),
-            s[0] * s[1],
-            (s[2], s[3]),
-            (oh, ow),
-            &taps,
-        );
-        write_f64(&o[0], &dx);
+        crate::dispatch_float!(o[0].dtype, T => {
+            apply_adjoint(i[0].data::<T>(), o[0].data_mut::<T>(), (s[2], s[3]), (oh, ow), &taps)
+        });
         Ok(())
     }),
     ..OpDef::BASE
