@@ -361,50 +361,93 @@ fn resize_u8(
     }
     let xw: Vec<i32> = xt.w.iter().map(|&v| fixed(v)).collect();
     let yw: Vec<i32> = yt.w.iter().map(|&v| fixed(v)).collect();
-    // horizontal pass over every source row
-    let rw = ow * c;
-    let mut rows = vec![0i32; h * rw];
-    for r in 0..h {
-        let s = &src[r * w * c..(r + 1) * w * c];
-        let o = &mut rows[r * rw..(r + 1) * rw];
+    let (kx, ky) = (xt.k, yt.k);
+    let hrow = |s: &[u8], o: &mut [i32]| {
         for x in 0..ow {
+            let (ix, wx) = (&xt.idx[x * kx..(x + 1) * kx], &xw[x * kx..(x + 1) * kx]);
             for ch in 0..c {
-                let mut acc = 0i32;
-                for j in 0..xt.k {
-                    acc += s[xt.idx[x * xt.k + j] * c + ch] as i32 * xw[x * xt.k + j];
-                }
-                o[x * c + ch] = acc;
+                o[x * c + ch] = if kx == 2 {
+                    s[ix[0] * c + ch] as i32 * wx[0] + s[ix[1] * c + ch] as i32 * wx[1]
+                } else {
+                    (0..kx).map(|j| s[ix[j] * c + ch] as i32 * wx[j]).sum()
+                };
             }
         }
-    }
-    for y in 0..oh {
-        let o = &mut dst[y * rw..(y + 1) * rw];
-        let rs: Vec<&[i32]> = (0..yt.k)
-            .map(|j| &rows[yt.idx[y * yt.k + j] * rw..][..rw])
-            .collect();
-        let b = &yw[y * yt.k..(y + 1) * yt.k];
+    };
+    let vrow = |rs: &[&[i32]], y: usize, o: &mut [u8]| {
+        let b = &yw[y * ky..(y + 1) * ky];
         if matches!(interp, Interp::Linear | Interp::Area) {
             // OpenCV's vectorised path: rows scaled down by 16, multiplied
             // by the weight keeping the high 16 bits, then rounded by 4
-            for (x, v) in o.iter_mut().enumerate() {
-                let a = ((rs[0][x] >> 4) * b[0]) >> 16;
-                let bb = ((rs[1][x] >> 4) * b[1]) >> 16;
+            let (r0, r1) = (rs[0], rs[1]);
+            for ((v, &p0), &p1) in o.iter_mut().zip(r0).zip(r1) {
+                let a = ((p0 >> 4) * b[0]) >> 16;
+                let bb = ((p1 >> 4) * b[1]) >> 16;
                 *v = ((a + bb + 2) >> 2).clamp(0, 255) as u8;
             }
         } else {
             for (x, v) in o.iter_mut().enumerate() {
                 let mut acc = 0i64;
-                for j in 0..yt.k {
-                    acc += rs[j][x] as i64 * b[j] as i64;
+                for (j, r) in rs.iter().enumerate() {
+                    acc += r[x] as i64 * b[j] as i64;
                 }
                 *v = ((acc + (1 << 21)) >> 22).clamp(0, 255) as u8;
             }
         }
+    };
+    separable(src, dst, (w, c), (oh, ow * c), &yt, hrow, vrow);
+}
+
+/// The separable resize's two passes, in parallel over bands of output
+/// rows. `hrow` filters one source row (w x c) horizontally into a row of
+/// `rw` values; `vrow` blends the `yt.k` filtered rows output row `y`
+/// reads. A band filters only the source rows its output rows read, each
+/// once (consecutive output rows share rows when enlarging).
+fn separable<S: Sync, R: Copy + Default + Send, D: Send>(
+    src: &[S],
+    dst: &mut [D],
+    (w, c): (usize, usize),
+    (oh, rw): (usize, usize),
+    yt: &Taps,
+    hrow: impl Fn(&[S], &mut [R]) + Sync,
+    vrow: impl Fn(&[&[R]], usize, &mut [D]) + Sync,
+) {
+    if oh == 0 || rw == 0 {
+        return;
     }
+    let ky = yt.k;
+    let band = oh.div_ceil(2 * rayon::current_num_threads()).max(1);
+    crate::par::par_chunks_mut(dst, band * rw, |bi, out| {
+        // filtered rows kept: (source row, values)
+        let mut kept: Vec<(usize, Vec<R>)> = Vec::new();
+        for (yy, o) in out.chunks_mut(rw).enumerate() {
+            let y = bi * band + yy;
+            let need = &yt.idx[y * ky..(y + 1) * ky];
+            kept.retain(|(r, _)| need.contains(r));
+            for &r in need {
+                if !kept.iter().any(|(q, _)| *q == r) {
+                    let mut v = vec![R::default(); rw];
+                    hrow(&src[r * w * c..(r + 1) * w * c], &mut v);
+                    kept.push((r, v));
+                }
+            }
+            let rs: Vec<&[R]> = need
+                .iter()
+                .map(|r| {
+                    let (_, v) = kept
+                        .iter()
+                        .find(|(q, _)| q == r)
+                        .expect("row filtered above");
+                    &v[..]
+                })
+                .collect();
+            vrow(&rs, y, o);
+        }
+    });
 }
 
 /// One image (h, w, c) to (oh, ow, c) for float32 (in f32) and float64.
-fn resize_float<T: Copy + Into<f64> + FromF64>(
+fn resize_float<T: Copy + Into<f64> + FromF64 + Default + Send + Sync>(
     src: &[T],
     dst: &mut [T],
     hw: (usize, usize),
@@ -435,11 +478,7 @@ fn resize_float<T: Copy + Into<f64> + FromF64>(
         }
     }
     let (xt, yt) = (taps(w, ow, interp, false), taps(h, oh, interp, true));
-    let rw = ow * c;
-    let mut rows = vec![T::from_f64(0.0); h * rw];
-    for r in 0..h {
-        let s = &src[r * w * c..(r + 1) * w * c];
-        let o = &mut rows[r * rw..(r + 1) * rw];
+    let hrow = |s: &[T], o: &mut [T]| {
         for x in 0..ow {
             for ch in 0..c {
                 let mut acc = T::from_f64(0.0);
@@ -449,18 +488,17 @@ fn resize_float<T: Copy + Into<f64> + FromF64>(
                 o[x * c + ch] = acc;
             }
         }
-    }
-    for y in 0..oh {
-        let o = &mut dst[y * rw..(y + 1) * rw];
+    };
+    let vrow = |rs: &[&[T]], y: usize, o: &mut [T]| {
         for (x, v) in o.iter_mut().enumerate() {
             let mut acc = T::from_f64(0.0);
-            for j in 0..yt.k {
-                let r = yt.idx[y * yt.k + j];
-                acc = T::mul_add(rows[r * rw + x], yt.w[y * yt.k + j], acc);
+            for (j, r) in rs.iter().enumerate() {
+                acc = T::mul_add(r[x], yt.w[y * yt.k + j], acc);
             }
             *v = acc;
         }
-    }
+    };
+    separable(src, dst, (w, c), (oh, ow * c), &yt, hrow, vrow);
 }
 
 /// Float arithmetic in the element's own precision (f32 for float32).
