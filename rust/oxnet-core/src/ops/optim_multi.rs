@@ -11,6 +11,7 @@ use super::attrs::Attrs;
 use super::kernels::PAR_GRAIN;
 use super::optim::{f32v, Raw};
 use super::registry::{KernelCtx, OpCall, OpDef, Params};
+use crate::base::dtype::Elem;
 use crate::base::{fmt_shape, DType, Shape};
 use crate::error::{Error, Result};
 use crate::ndarray::Blob;
@@ -272,31 +273,31 @@ fn multi_sgd_kernel(call: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Res
         .collect();
     let tensor = |k: usize, lo: usize, hi: usize| {
         let (lr, lrwd) = rates[k];
-        let (w, g, out) = (ins[k * s], ins[k * s + 1], outs[k]);
-        let mom = kind.mom.then(|| ins[k * s + 2]);
-        let w32 = kind.mp.then(|| ins[k * s + s - 1]);
-        for e in lo..hi {
-            // SAFETY: every array of tensor k holds its size elements of its
-            // dtype; the engine gives this kernel exclusive access to the
-            // outputs and the mutated states; each element is read before
-            // it is written.
-            unsafe {
-                let wv = match w32 {
-                    Some(r) => r.get(e),
-                    None => w.get(e),
-                };
-                let m0 = mom.map_or(0.0, |r| r.get(e));
-                let m = p.momentum * m0 - lrwd * wv - lr * clip(p.rescale * g.get(e), p.clip);
-                if let Some(r) = mom {
-                    r.set(e, m);
-                }
-                let nv = wv + m;
-                if let Some(r) = w32 {
-                    r.set(e, nv);
-                }
-                out.set(e, nv);
+        let (w, g, out) = (&ins[k * s], &ins[k * s + 1], &outs[k]);
+        let mom = kind.mom.then(|| &ins[k * s + 2]);
+        let w32 = kind.mp.then(|| &ins[k * s + s - 1]);
+        let run = SgdChunk {
+            lr,
+            lrwd,
+            momentum: p.momentum,
+            rescale: p.rescale,
+            clip: p.clip,
+            w,
+            g,
+            mom,
+            w32,
+            out,
+        };
+        // the dtypes fixed outside the element loop (it vectorises): the
+        // weight's, and the momentum / master weight's (float32 when mixed)
+        // SAFETY: as in SgdChunk::run
+        crate::dispatch_float!(w.1, W => unsafe {
+            if kind.mp {
+                run.run::<W, f32>(lo, hi)
+            } else {
+                run.run::<W, W>(lo, hi)
             }
-        }
+        })
     };
     // chunks of every tensor, run together
     let mut chunks = Vec::new();
@@ -319,6 +320,53 @@ fn multi_sgd_kernel(call: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Res
         }
     }
     Ok(())
+}
+
+/// One chunk of one tensor's SGD update (see [`multi_sgd_kernel`]).
+struct SgdChunk<'a> {
+    lr: f64,
+    lrwd: f64,
+    momentum: f64,
+    rescale: f64,
+    clip: f64,
+    w: &'a Raw,
+    g: &'a Raw,
+    mom: Option<&'a Raw>,
+    w32: Option<&'a Raw>,
+    out: &'a Raw,
+}
+
+impl SgdChunk<'_> {
+    /// Elements `lo..hi`, the weight and gradient of dtype `W`, the momentum
+    /// and float32 master weight of dtype `M`.
+    /// # Safety
+    /// Every array of the tensor holds at least `hi` elements of its dtype
+    /// (W or M as above); the engine gives this kernel exclusive access to
+    /// the outputs and the mutated states; each element is read before it is
+    /// written.
+    #[inline(always)]
+    unsafe fn run<W: Elem, M: Elem>(&self, lo: usize, hi: usize) {
+        let rd = |r: &Raw, e: usize| (*(r.0 as *const W).add(e)).to_f64();
+        let rdm = |r: &Raw, e: usize| (*(r.0 as *const M).add(e)).to_f64();
+        for e in lo..hi {
+            let wv = match self.w32 {
+                Some(r) => rdm(r, e),
+                None => rd(self.w, e),
+            };
+            let m0 = self.mom.map_or(0.0, |r| rdm(r, e));
+            let m = self.momentum * m0
+                - self.lrwd * wv
+                - self.lr * clip(self.rescale * rd(self.g, e), self.clip);
+            if let Some(r) = self.mom {
+                *(r.0 as *mut M).add(e) = M::from_f64(m);
+            }
+            let nv = wv + m;
+            if let Some(r) = self.w32 {
+                *(r.0 as *mut M).add(e) = M::from_f64(nv);
+            }
+            *(self.out.0 as *mut W).add(e) = W::from_f64(nv);
+        }
+    }
 }
 
 macro_rules! multi_op {
