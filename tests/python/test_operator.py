@@ -171,3 +171,18 @@ def test_misspelt_keyword_is_refused_with_the_known_names():
     y = mx.nd.Convolution(mx.nd.ones((1, 1, 2, 2)), w, kernel=(1, 1), num_filter=3, no_bias=True,
                           workspace=512, cudnn_tune="off", cudnn_off=True)
     assert y.shape == (1, 3, 2, 2)
+
+
+@pytest.mark.parametrize("n,k", [(64, 3), (64, 16), (40, 5), (9, 4), (64, 64)])
+@pytest.mark.parametrize("ascend", [False, True])
+def test_topk_matches_stable_sort_with_ties_and_nan(n, k, ascend):
+    """topk (every path: insertion for a few of many, selection, full sort)
+    is a stable sort's first k along the axis, NaN sorting as the largest."""
+    rng = np.random.RandomState(n + k)
+    x = rng.randint(0, 6, (3, n, 4)).astype(np.float32)  # many ties
+    x[0, rng.randint(0, n, 5), 1] = np.nan
+    key = np.where(np.isnan(x), np.inf, x)
+    # NaN as +inf: last ascending, first descending; stable by index
+    order = np.argsort(key if ascend else -key, axis=1, kind="stable")
+    got = mx.nd.topk(mx.nd.array(x), axis=1, k=k, is_ascend=ascend, ret_typ="indices", dtype="int64")
+    np.testing.assert_array_equal(got.asnumpy(), order[:, :k])

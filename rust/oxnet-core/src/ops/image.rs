@@ -96,16 +96,29 @@ fn copy_all(i: &Blob, o: &Blob) {
 // to_tensor
 // ---------------------------------------------------------------------------
 
-fn to_tensor_kernel<T: Elem>(x: &[T], y: &mut [f32], n: usize, hw: usize, c: usize) {
-    for b in 0..n {
-        let src = &x[b * hw * c..(b + 1) * hw * c];
-        let dst = &mut y[b * hw * c..(b + 1) * hw * c];
-        for p in 0..hw {
-            for k in 0..c {
-                dst[k * hw + p] = src[p * c + k].to_f32() / 255.0;
-            }
-        }
+/// (N, H, W, C) to (N, C, H, W) / 255, in parallel over pieces of the
+/// output (a piece may span planes).
+fn to_tensor_kernel<T: Elem>(x: &[T], y: &mut [f32], _n: usize, hw: usize, c: usize) {
+    if hw == 0 || c == 0 {
+        return;
     }
+    crate::par::par_chunks_mut(y, 1 << 16, |ci, piece| {
+        let mut g = ci << 16;
+        let mut rest = piece;
+        while !rest.is_empty() {
+            // output plane (b, k), from pixel p on
+            let (plane, p) = (g / hw, g % hw);
+            let (b, k) = (plane / c, plane % c);
+            let len = rest.len().min(hw - p);
+            let (seg, tail) = rest.split_at_mut(len);
+            let src = &x[(b * hw + p) * c + k..];
+            for (j, d) in seg.iter_mut().enumerate() {
+                *d = src[j * c].to_f32() / 255.0;
+            }
+            rest = tail;
+            g += len;
+        }
+    });
 }
 
 pub static TO_TENSOR: OpDef = OpDef {

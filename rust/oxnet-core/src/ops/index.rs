@@ -630,28 +630,58 @@ fn topk_perm<T: Elem>(
     if k == 0 {
         return perm;
     }
-    let block = |pi: usize, pb: &mut [usize]| {
-        let mut vals = vec![0f64; n];
-        let mut ids: Vec<usize> = Vec::with_capacity(n);
+    // before(a, b): element a sorts before element b (value, then index)
+    let before = |va: f64, ia: usize, vb: f64, ib: usize| {
+        let o = if ascend {
+            cmp_nan_last(va, vb)
+        } else {
+            cmp_nan_last(vb, va)
+        };
+        o.then(ia.cmp(&ib)) == Ordering::Less
+    };
+    // scratch per task: the line's values and positions
+    let block = |pi: usize, pb: &mut [usize], vals: &mut Vec<f64>, ids: &mut Vec<usize>| {
+        vals.resize(n, 0.0);
         for q in 0..post {
             for (i, v) in vals.iter_mut().enumerate() {
                 *v = x[(pi * n + i) * post + q].to_f64();
             }
-            ids.clear();
-            ids.extend(0..n);
-            let cmp = |a: &usize, b: &usize| {
-                let o = if ascend {
-                    cmp_nan_last(vals[*a], vals[*b])
-                } else {
-                    cmp_nan_last(vals[*b], vals[*a])
-                };
-                o.then(a.cmp(b))
-            };
-            if k < n && k * 8 <= n {
-                ids.select_nth_unstable_by(k - 1, cmp);
-                ids[..k].sort_unstable_by(cmp);
+            if k <= 16 && k * 8 <= n {
+                // a few of many: insert each element into a sorted top-k
+                // (scanning in index order keeps ties stable)
+                ids.clear();
+                for (i, &v) in vals.iter().enumerate() {
+                    if ids.len() == k {
+                        let last = ids[k - 1];
+                        if !before(v, i, vals[last], last) {
+                            continue;
+                        }
+                        ids.pop();
+                    }
+                    let at = ids
+                        .iter()
+                        .position(|&j| before(v, i, vals[j], j))
+                        .unwrap_or(ids.len());
+                    ids.insert(at, i);
+                }
             } else {
-                ids.sort_unstable_by(cmp);
+                ids.clear();
+                ids.extend(0..n);
+                let cmp = |a: &usize, b: &usize| {
+                    if before(vals[*a], *a, vals[*b], *b) {
+                        Ordering::Less
+                    } else if a == b {
+                        Ordering::Equal
+                    } else {
+                        Ordering::Greater
+                    }
+                };
+                if k < n && k * 8 <= n {
+                    ids.select_nth_unstable_by(k - 1, cmp);
+                    ids[..k].sort_unstable_by(cmp);
+                } else {
+                    ids.sort_unstable_by(cmp);
+                }
             }
             for j in 0..k {
                 pb[j * post + q] = ids[j];
@@ -660,11 +690,19 @@ fn topk_perm<T: Elem>(
     };
     let blk = k * post;
     if pre * n * post >= 2 * PAR_GRAIN && pre > 1 {
-        par_chunks_mut(&mut perm, blk, block);
+        // blocks in groups of about PAR_GRAIN input elements per task
+        let group = (PAR_GRAIN / (n * post).max(1)).max(1);
+        par_chunks_mut(&mut perm, blk * group, |gi, pg| {
+            let (mut vals, mut ids) = (Vec::new(), Vec::with_capacity(n));
+            for (j, pb) in pg.chunks_mut(blk).enumerate() {
+                block(gi * group + j, pb, &mut vals, &mut ids);
+            }
+        });
     } else {
-        perm.chunks_mut(blk)
-            .enumerate()
-            .for_each(|(pi, pb)| block(pi, pb));
+        let (mut vals, mut ids) = (Vec::new(), Vec::with_capacity(n));
+        for (pi, pb) in perm.chunks_mut(blk).enumerate() {
+            block(pi, pb, &mut vals, &mut ids);
+        }
     }
     perm
 }
