@@ -15,13 +15,9 @@ oxnet's, per round, and their median (>1: oxnet faster).
 import argparse
 import json
 import os
-import statistics
-import subprocess
-import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+from alternate import run_rounds
 
 # name: (mode, layers, bidirectional, T, N, input size, state size)
 CASES = {
@@ -73,18 +69,6 @@ def child(which):
     print(json.dumps(out))
 
 
-def launch(python, which, extra_env=None):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.path.join(ROOT, "python")
-    env.update(extra_env or {})
-    p = subprocess.run([python, os.path.abspath(__file__), "--child", which], capture_output=True, text=True,
-                       env=env, timeout=900)
-    if p.returncode != 0:
-        print(f"[{which}] failed:\n{p.stderr[-2000:]}", file=sys.stderr)
-        return None
-    return json.loads(p.stdout.strip().splitlines()[-1])
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
@@ -92,36 +76,8 @@ def main():
     args = ap.parse_args()
     if args.child:
         child(args.child)
-        return
-    cols = [("oxnet", sys.executable, None)]
-    mxpy = os.path.join(os.environ.get("MXNET_VENV", "/work/venvs/mxnet"), "bin", "python")
-    if os.path.exists(mxpy):
-        cols += [("mxnet", mxpy, None), ("mxnet_omp2", mxpy, {"OMP_NUM_THREADS": "2"})]
     else:
-        print("(MXNet venv not found: timing oxnet alone)")
-    rounds = []
-    for r in range(args.rounds):
-        row = {}
-        for name, py, extra in cols:
-            res = launch(py, "mxnet" if name.startswith("mxnet") else name, extra)
-            if res:
-                row[name] = res
-        rounds.append(row)
-        print(f"round {r + 1}: " + "  ".join(
-            f"{n} " + "/".join(f"{v:.1f}" for v in row[n].values()) for n in row), flush=True)
-    metrics = list(rounds[0].get("oxnet", {}))
-    print(f"\nms (best of 5), median over {args.rounds} rounds; ratio = other / oxnet (>1: oxnet faster)")
-    print(f"{'case':<18}" + "".join(f"{n:>12}" for n, _, _ in cols) + "".join(
-        f"{'vs ' + n:>16}" for n, _, _ in cols[1:]))
-    for m in metrics:
-        med = {n: statistics.median(row[n][m] for row in rounds if n in row) for n, _, _ in cols
-               if any(n in row for row in rounds)}
-        line = f"{m:<18}" + "".join(f"{med.get(n, float('nan')):>12.1f}" for n, _, _ in cols)
-        for n, _, _ in cols[1:]:
-            ratios = [row[n][m] / row["oxnet"][m] for row in rounds if n in row and "oxnet" in row]
-            if ratios:
-                line += f"{'x%.2f (%d/%d)' % (statistics.median(ratios), sum(x >= 1 for x in ratios), len(ratios)):>16}"
-        print(line)
+        run_rounds(os.path.abspath(__file__), args.rounds)
 
 
 if __name__ == "__main__":

@@ -186,3 +186,26 @@ def test_topk_matches_stable_sort_with_ties_and_nan(n, k, ascend):
     order = np.argsort(key if ascend else -key, axis=1, kind="stable")
     got = mx.nd.topk(mx.nd.array(x), axis=1, k=k, is_ascend=ascend, ret_typ="indices", dtype="int64")
     np.testing.assert_array_equal(got.asnumpy(), order[:, :k])
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_over_a_middle_axis_float32(log):
+    """float32 softmax / log_softmax over an axis other than the last (the
+    column-block path: more than one block of columns, a column of -inf and
+    one with NaN give NaN, as a row does) against NumPy in float64."""
+    rng = np.random.RandomState(2)
+    x = rng.randn(3, 7, 600).astype(np.float32) * 4
+    x[1, :, 5] = -np.inf
+    x[2, 3, 77] = np.nan
+    xd = x.astype(np.float64) / 1.5
+    with np.errstate(invalid="ignore", divide="ignore"):  # the -inf and NaN columns
+        e = np.exp(xd - xd.max(axis=1, keepdims=True))
+        want = e / e.sum(axis=1, keepdims=True)
+        if log:
+            want = np.log(want)
+    op = mx.nd.log_softmax if log else mx.nd.softmax
+    got = op(mx.nd.array(x), axis=1, temperature=1.5).asnumpy()
+    assert np.isnan(got[1, :, 5]).all() and np.isnan(got[2, :, 77]).all()
+    ok = ~np.isnan(want)
+    np.testing.assert_allclose(got[ok], want[ok], rtol=2e-5, atol=1e-6)
+    assert np.array_equal(np.isnan(got), np.isnan(want))

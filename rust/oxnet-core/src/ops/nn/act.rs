@@ -719,6 +719,74 @@ unsafe fn sm_rows_grad_f32_avx2(g: &[f32], y: &[f32], d: &mut [f32], n: usize, t
     }
 }
 
+/// Softmax / log_softmax over the rows of one (n, inner) block, inner > 1
+/// (an axis other than the last): the columns are computed side by side,
+/// `COLS` at a time, so every loop runs along contiguous values and
+/// vectorises. A column whose maximum is -inf or NaN gives NaN, as
+/// [`sm_row_f32`] does for a row.
+#[inline(always)]
+fn sm_block_f32(x: &[f32], y: &mut [f32], n: usize, inner: usize, t: f32, log: bool) {
+    const COLS: usize = 512;
+    let inv_t = 1.0 / t;
+    let (mut mb, mut sb) = ([0f32; COLS], [0f32; COLS]);
+    let mut b0 = 0;
+    while b0 < inner {
+        let w = COLS.min(inner - b0);
+        let (m, s) = (&mut mb[..w], &mut sb[..w]);
+        m.fill(f32::NEG_INFINITY);
+        for j in 0..n {
+            for (mm, &v) in m.iter_mut().zip(&x[j * inner + b0..][..w]) {
+                *mm = mm.max(v);
+            }
+        }
+        s.fill(0.0);
+        for j in 0..n {
+            let (r, o) = (&x[j * inner + b0..][..w], &mut y[j * inner + b0..][..w]);
+            for k in 0..w {
+                let e = exp_nonpos((r[k] - m[k]) * inv_t);
+                o[k] = e;
+                s[k] += e;
+            }
+        }
+        for v in s.iter_mut() {
+            *v = if log { v.ln() } else { 1.0 / *v };
+        }
+        for j in 0..n {
+            let (r, o) = (&x[j * inner + b0..][..w], &mut y[j * inner + b0..][..w]);
+            for k in 0..w {
+                o[k] = if log {
+                    (r[k] - m[k]) * inv_t - s[k]
+                } else {
+                    o[k] * s[k]
+                };
+            }
+        }
+        for (k, &mk) in m.iter().enumerate() {
+            if mk == f32::NEG_INFINITY || mk.is_nan() {
+                for j in 0..n {
+                    y[j * inner + b0 + k] = f32::NAN;
+                }
+            }
+        }
+        b0 += w;
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn sm_block_f32_avx2(x: &[f32], y: &mut [f32], n: usize, inner: usize, t: f32, log: bool) {
+    sm_block_f32(x, y, n, inner, t, log)
+}
+
+fn sm_blocks_f32(x: &[f32], y: &mut [f32], n: usize, inner: usize, t: f32, log: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if crate::ops::kernels::wide_cpu() {
+        // SAFETY: the CPU has AVX2 and FMA
+        return unsafe { sm_block_f32_avx2(x, y, n, inner, t, log) };
+    }
+    sm_block_f32(x, y, n, inner, t, log)
+}
+
 fn sm_rows_f32(x: &[f32], y: &mut [f32], n: usize, t: f32, log: bool) {
     #[cfg(target_arch = "x86_64")]
     if crate::ops::kernels::wide_cpu() {
@@ -776,6 +844,18 @@ fn sm_fwd_kernel(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()
         par_chunks_mut(o[0].data_mut::<f32>(), sm_task(n), |k, y| {
             let s = k * sm_task(n);
             sm_rows_f32(&x[s..s + y.len()], y, n, t, log)
+        });
+        return Ok(());
+    }
+    if inner > 1 && sm_fast_f32(p, n, 1, &[i[0].dtype, o[0].dtype]) {
+        // another axis: one (n, inner) block per outer index
+        let (x, t, log) = (
+            i[0].data::<f32>(),
+            p.temperature as f32,
+            p.kind == SmKind::LogSoftmax,
+        );
+        par_chunks_mut(o[0].data_mut::<f32>(), n * inner, |a, y| {
+            sm_blocks_f32(&x[a * n * inner..(a + 1) * n * inner], y, n, inner, t, log)
         });
         return Ok(());
     }
