@@ -371,18 +371,47 @@ fn parse_adaptive(a: &Attrs, op: &str) -> Result<Params> {
     Ok(Box::new((h as usize, w as usize)))
 }
 
+/// Output (i, j)'s bin along one axis: [floor(i * n_in / n_out),
+/// ceil((i + 1) * n_in / n_out)).
+fn pool_bins(n_in: usize, n_out: usize) -> Vec<(usize, usize)> {
+    (0..n_out)
+        .map(|o| ((o * n_in) / n_out, ((o + 1) * n_in).div_ceil(n_out)))
+        .collect()
+}
+
+/// The forward: each output the mean of its bin, summed row by row over
+/// the bin's contiguous columns, in parallel over the planes.
+fn adaptive_pool<T: Elem>(
+    x: &[T],
+    y: &mut [T],
+    (ih, iw): (usize, usize),
+    (oh, ow): (usize, usize),
+) {
+    let (bh, bw) = (pool_bins(ih, oh), pool_bins(iw, ow));
+    crate::par::par_chunks_mut(y, (oh * ow).max(1), |p, yp| {
+        let src = &x[p * ih * iw..(p + 1) * ih * iw];
+        for (i, &(h0, h1)) in bh.iter().enumerate() {
+            for (j, &(w0, w1)) in bw.iter().enumerate() {
+                let mut acc = 0f64;
+                for h in h0..h1 {
+                    acc += src[h * iw + w0..h * iw + w1]
+                        .iter()
+                        .map(|v| v.to_f64())
+                        .sum::<f64>();
+                }
+                yp[i * ow + j] = T::from_f64(acc / ((h1 - h0) * (w1 - w0)) as f64);
+            }
+        }
+    });
+}
+
 fn pool_taps(
     ih: usize,
     iw: usize,
     oh: usize,
     ow: usize,
 ) -> impl Fn(usize, usize) -> Vec<(usize, usize, f64)> {
-    let bins = |n_in: usize, n_out: usize| -> Vec<(usize, usize)> {
-        (0..n_out)
-            .map(|o| ((o * n_in) / n_out, ((o + 1) * n_in).div_ceil(n_out)))
-            .collect()
-    };
-    let (bh, bw) = (bins(ih, oh), bins(iw, ow));
+    let (bh, bw) = (pool_bins(ih, oh), pool_bins(iw, ow));
     move |i, j| {
         let ((h0, h1), (w0, w1)) = (bh[i], bw[j]);
         let k = 1.0 / ((h1 - h0) * (w1 - w0)) as f64;
@@ -414,9 +443,8 @@ pub static ADAPTIVE_AVG_POOLING_2D: OpDef = OpDef {
     cpu: Some(|c, i, o, _| {
         let s = &i[0].shape;
         let (oh, ow) = *c.p::<(usize, usize)>();
-        let taps = pool_taps(s[2], s[3], oh, ow);
         crate::dispatch_float!(o[0].dtype, T => {
-            apply(i[0].data::<T>(), o[0].data_mut::<T>(), (s[2], s[3]), (oh, ow), &taps)
+            adaptive_pool(i[0].data::<T>(), o[0].data_mut::<T>(), (s[2], s[3]), (oh, ow))
         });
         Ok(())
     }),
