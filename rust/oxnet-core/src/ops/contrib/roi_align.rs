@@ -52,8 +52,42 @@ fn out_shape(op: &str, p: &RoiAlign, d: &[usize], r: &[usize]) -> Result<Vec<usi
     Ok(vec![r[0], c, ph, pw])
 }
 
-/// Sampling taps (batch, h, w, weight) of bin (ph, pw) of one roi, or none
-/// for a roi with a negative batch index.
+/// One axis of a bin's sampling grid: for each of the `g` sample positions
+/// `start + (k + 0.5) * step / g` inside the map (positions more than a
+/// pixel outside are dropped), its two bilinear neighbours; the weights
+/// summed per pixel, in increasing pixel order (the positions increase).
+fn axis_weights(start: f64, step: f64, g: usize, n: usize) -> Vec<(usize, f64)> {
+    let mut out: Vec<(usize, f64)> = Vec::with_capacity(2 * g);
+    let mut add = |i: usize, wt: f64| match out.last_mut() {
+        Some(last) if last.0 == i => last.1 += wt,
+        _ => out.push((i, wt)),
+    };
+    for k in 0..g {
+        let v = start + (k as f64 + 0.5) * step / g as f64;
+        if v < -1.0 || v > n as f64 {
+            continue;
+        }
+        let mut v = v.max(0.0);
+        let mut lo = v as usize;
+        let hi = if lo >= n - 1 {
+            lo = n - 1;
+            v = lo as f64;
+            lo
+        } else {
+            lo + 1
+        };
+        let l = v - lo as f64;
+        add(lo, 1.0 - l);
+        add(hi, l);
+    }
+    out
+}
+
+/// Sampling taps (h, w, weight) of bin (ph, pw) of one roi, one per
+/// distinct pixel. A sample is dropped when either coordinate is more than
+/// a pixel outside the map, and its bilinear weight is a product of one
+/// weight per axis, so the bin's weights are the outer product of the two
+/// axes' summed weights, over the sample count.
 fn bin_taps(
     p: &RoiAlign,
     roi: &[f64],
@@ -79,36 +113,12 @@ fn bin_taps(
         )
     };
     let count = ((gh * gw) as f64).max(1.0);
-    let mut taps = Vec::with_capacity(gh * gw * 4);
-    for iy in 0..gh {
-        let y = y1 + ph as f64 * bh + (iy as f64 + 0.5) * bh / gh as f64;
-        for ix in 0..gw {
-            let x = x1 + pw as f64 * bw + (ix as f64 + 0.5) * bw / gw as f64;
-            if y < -1.0 || y > h as f64 || x < -1.0 || x > w as f64 {
-                continue;
-            }
-            let (mut y, mut x) = (y.max(0.0), x.max(0.0));
-            let (mut yl, mut xl) = (y as usize, x as usize);
-            let yh = if yl >= h - 1 {
-                yl = h - 1;
-                y = yl as f64;
-                yl
-            } else {
-                yl + 1
-            };
-            let xh = if xl >= w - 1 {
-                xl = w - 1;
-                x = xl as f64;
-                xl
-            } else {
-                xl + 1
-            };
-            let (ly, lx) = (y - yl as f64, x - xl as f64);
-            let (hy, hx) = (1.0 - ly, 1.0 - lx);
-            taps.push((yl, xl, hy * hx / count));
-            taps.push((yl, xh, hy * lx / count));
-            taps.push((yh, xl, ly * hx / count));
-            taps.push((yh, xh, ly * lx / count));
+    let ys = axis_weights(y1 + ph as f64 * bh, bh, gh, h);
+    let xs = axis_weights(x1 + pw as f64 * bw, bw, gw, w);
+    let mut taps = Vec::with_capacity(ys.len() * xs.len());
+    for &(y, wy) in &ys {
+        for &(x, wx) in &xs {
+            taps.push((y, x, wy * wx / count));
         }
     }
     taps
@@ -116,8 +126,8 @@ fn bin_taps(
 
 /// Every roi's sampling taps, bin by bin: `bins[(r * ph + i) * pw + j]`
 /// holds (pixel offset y * w + x, summed weight) pairs, one per distinct
-/// pixel (neighbouring samples share pixels: merging them makes the channel
-/// loops 2-3x shorter), and `batch[r]` the roi's image (None for a negative
+/// pixel (neighbouring samples share pixels: merged, the channel loops are
+/// 2-3x shorter), and `batch[r]` the roi's image (None for a negative
 /// batch index, whose outputs are 0).
 struct Taps {
     batch: Vec<Option<usize>>,
@@ -147,20 +157,10 @@ fn taps(p: &RoiAlign, ds: &[usize], rois: &[f64]) -> Result<Taps> {
         if batch[r].is_none() {
             return vec![];
         }
-        let mut t: Vec<(usize, f64)> = bin_taps(p, &rois[r * 5..r * 5 + 5], (h, w), i, j)
+        bin_taps(p, &rois[r * 5..r * 5 + 5], (h, w), i, j)
             .into_iter()
             .map(|(y, x, k)| (y * w + x, k))
-            .collect();
-        t.sort_by_key(|v| v.0);
-        t.dedup_by(|b, a| {
-            if a.0 == b.0 {
-                a.1 += b.1;
-                true
-            } else {
-                false
-            }
-        });
-        t
+            .collect()
     });
     Ok(Taps { batch, bins })
 }
