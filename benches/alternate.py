@@ -7,6 +7,7 @@ rounds of each figure, and the median of the per-round ratios other / oxnet
 not move as much as a comparison of runs minutes apart.
 """
 
+import argparse
 import json
 import os
 import statistics
@@ -72,3 +73,16 @@ def run_rounds(script, rounds):
                 cell = "x%.2f (%d/%d)" % (statistics.median(ratios), sum(x >= 1 for x in ratios), len(ratios))
                 line += f"{cell:>18}"
         print(line)
+
+
+def cli(doc, child, script):
+    """The command line of a benchmark script: `--rounds N` alternates the
+    frameworks; `--child NAME` (internal) times one of them with `child`."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args.child)
+    else:
+        run_rounds(os.path.abspath(script), args.rounds)

@@ -15,13 +15,11 @@ CPU cannot be installed here (PyPI serves only its CUDA build), so the
 comparison is with MXNet alone.
 """
 
-import argparse
 import json
-import os
 import sys
 import time
 
-from alternate import run_rounds
+from alternate import cli
 
 
 def cases(mx, np):
@@ -87,16 +85,5 @@ def child(which):
     print(json.dumps(out))
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--child", help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.child:
-        child(args.child)
-    else:
-        run_rounds(os.path.abspath(__file__), args.rounds)
-
-
 if __name__ == "__main__":
-    main()
+    cli(__doc__, child, __file__)

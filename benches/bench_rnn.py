@@ -12,12 +12,10 @@ build), so the comparison is with MXNet alone. Ratios are MXNet's time over
 oxnet's, per round, and their median (>1: oxnet faster).
 """
 
-import argparse
 import json
-import os
 import time
 
-from alternate import run_rounds
+from alternate import cli
 
 # name: (mode, layers, bidirectional, T, N, input size, state size)
 CASES = {
@@ -69,16 +67,5 @@ def child(which):
     print(json.dumps(out))
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--child", help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.child:
-        child(args.child)
-    else:
-        run_rounds(os.path.abspath(__file__), args.rounds)
-
-
 if __name__ == "__main__":
-    main()
+    cli(__doc__, child, __file__)
