@@ -37,27 +37,11 @@ fn all_taps(
         .collect()
 }
 
-/// A linear operator on the last two axes, as per-output-pixel weighted
-/// taps (shared by the forward and its adjoint): `y` (planes, oh, ow) from
-/// `x` (planes, ih, iw), in the data dtype, in parallel over the planes.
-fn apply<T: Elem>(
-    x: &[T],
-    y: &mut [T],
-    (ih, iw): (usize, usize),
-    (oh, ow): (usize, usize),
-    taps: &dyn Fn(usize, usize) -> Vec<(usize, usize, f64)>,
-) {
-    let t = all_taps((iw, oh, ow), taps);
-    crate::par::par_chunks_mut(y, (oh * ow).max(1), |p, yp| {
-        let src = &x[p * ih * iw..(p + 1) * ih * iw];
-        for (o, tk) in yp.iter_mut().zip(&t) {
-            *o = T::from_f64(tk.iter().map(|&(q, k)| k * src[q].to_f64()).sum());
-        }
-    });
-}
-
-/// The adjoint of [`apply`]: `dx` (planes, ih, iw) from `g` (planes, oh,
-/// ow), accumulated in float64 per plane.
+/// The gradient of a linear operator on the last two axes given as
+/// per-output-pixel weighted taps (bilinear resizing, adaptive pooling):
+/// `dx` (planes, ih, iw) from `g` (planes, oh, ow), each output gradient
+/// spread over its taps, accumulated in float64 per plane, in parallel
+/// over the planes.
 fn apply_adjoint<T: Elem>(
     g: &[T],
     dx: &mut [T],
@@ -231,6 +215,23 @@ fn axis_taps(n_in: usize, n_out: usize, align: bool) -> Vec<Tap> {
         .collect()
 }
 
+/// The forward: along x within the two source rows, then along y, in
+/// parallel over the planes.
+fn bilinear<T: Elem>(x: &[T], y: &mut [T], (ih, iw): (usize, usize), th: &[Tap], tw: &[Tap]) {
+    let (oh, ow) = (th.len(), tw.len());
+    crate::par::par_chunks_mut(y, (oh * ow).max(1), |p, yp| {
+        let src = &x[p * ih * iw..(p + 1) * ih * iw];
+        for (i, &(h0, h1, lh)) in th.iter().enumerate() {
+            let (r0, r1) = (&src[h0 * iw..(h0 + 1) * iw], &src[h1 * iw..(h1 + 1) * iw]);
+            for (o, &(w0, w1, lw)) in yp[i * ow..(i + 1) * ow].iter_mut().zip(tw) {
+                let top = r0[w0].to_f64() * (1.0 - lw) + r0[w1].to_f64() * lw;
+                let bot = r1[w0].to_f64() * (1.0 - lw) + r1[w1].to_f64() * lw;
+                *o = T::from_f64(top * (1.0 - lh) + bot * lh);
+            }
+        }
+    });
+}
+
 fn resize_taps(
     p: &Resize,
     ih: usize,
@@ -300,9 +301,9 @@ pub static BILINEAR_RESIZE_2D: OpDef = OpDef {
     cpu: Some(|c, i, o, _| {
         let s = &i[0].shape;
         let (oh, ow) = (o[0].shape[2], o[0].shape[3]);
-        let taps = resize_taps(rp(c), s[2], s[3], oh, ow);
+        let (th, tw) = (axis_taps(s[2], oh, rp(c).align), axis_taps(s[3], ow, rp(c).align));
         crate::dispatch_float!(o[0].dtype, T => {
-            apply(i[0].data::<T>(), o[0].data_mut::<T>(), (s[2], s[3]), (oh, ow), &taps)
+            bilinear(i[0].data::<T>(), o[0].data_mut::<T>(), (s[2], s[3]), &th, &tw)
         });
         Ok(())
     }),
