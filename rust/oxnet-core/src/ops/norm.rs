@@ -1002,6 +1002,46 @@ fn lrn_scale<T: Elem>(shape: &[usize], x: &[T], p: &LrnParam) -> Vec<f64> {
     scale
 }
 
+/// s^-beta, with the common exponents through square roots (pow is the
+/// forward's whole cost otherwise).
+#[inline(always)]
+fn pow_neg(s: f64, beta: f64) -> f64 {
+    if beta == 0.75 {
+        1.0 / (s.sqrt() * s.sqrt().sqrt())
+    } else if beta == 0.5 {
+        1.0 / s.sqrt()
+    } else if beta == 1.0 {
+        1.0 / s
+    } else {
+        s.powf(-beta)
+    }
+}
+
+/// The forward, one (image, channel) plane per task: the plane's scale
+/// summed from its neighbouring channels, then applied.
+fn lrn_forward<T: Elem>(shape: &[usize], x: &[T], y: &mut [T], p: &LrnParam) {
+    let c = shape[1];
+    let inner: usize = shape[2..].iter().product();
+    let half = p.nsize / 2;
+    let a = p.alpha / p.nsize as f64;
+    crate::par::par_chunks_mut(y, inner.max(1), |plane, yp| {
+        let (b, ch) = (plane / c, plane % c);
+        let base = b * c * inner;
+        let mut scale = vec![p.knorm; inner];
+        for src in ch.saturating_sub(half)..=(ch + half).min(c - 1) {
+            let xs = &x[base + src * inner..base + (src + 1) * inner];
+            for (d, v) in scale.iter_mut().zip(xs) {
+                let v = v.to_f64();
+                *d += a * v * v;
+            }
+        }
+        let xs = &x[base + ch * inner..base + (ch + 1) * inner];
+        for ((o, v), sc) in yp.iter_mut().zip(xs).zip(&scale) {
+            *o = T::from_f64(v.to_f64() * pow_neg(*sc, p.beta));
+        }
+    });
+}
+
 fn lrn_check(op: &str, d: &[usize]) -> Result<()> {
     if d.len() < 2 {
         return Err(Error::Shape(format!(
@@ -1035,11 +1075,7 @@ pub static LRN: OpDef = OpDef {
         let p = call.p::<LrnParam>();
         let x = &i[0];
         crate::dispatch_float!(x.dtype, T => {
-            let xv = x.data::<T>();
-            let s = lrn_scale(&x.shape, xv, p);
-            for ((y, v), sc) in o[0].data_mut::<T>().iter_mut().zip(xv).zip(&s) {
-                *y = T::from_f64(v.to_f64() * sc.powf(-p.beta));
-            }
+            lrn_forward(&x.shape, x.data::<T>(), o[0].data_mut::<T>(), p)
         });
         Ok(())
     }),
@@ -1067,7 +1103,7 @@ pub static LRN_GRAD: OpDef = OpDef {
             let (xv, gv) = (x.data::<T>(), g.data::<T>());
             let s = lrn_scale(&x.shape, xv, p);
             // t = g * x * s^(-b-1), then window-sum it across channels.
-            let t: Vec<f64> = (0..xv.len()).map(|k| gv[k].to_f64() * xv[k].to_f64() * s[k].powf(-p.beta - 1.0)).collect();
+            let t: Vec<f64> = (0..xv.len()).map(|k| gv[k].to_f64() * xv[k].to_f64() * pow_neg(s[k], p.beta + 1.0)).collect();
             let (n, c) = (x.shape[0], x.shape[1]);
             let inner: usize = x.shape[2..].iter().product();
             let half = p.nsize / 2;
@@ -1084,7 +1120,7 @@ pub static LRN_GRAD: OpDef = OpDef {
                         for src in lo..=hi {
                             acc += t[base + src * inner + ii];
                         }
-                        dx[k] = T::from_f64(gv[k].to_f64() * s[k].powf(-p.beta) - coef * xv[k].to_f64() * acc);
+                        dx[k] = T::from_f64(gv[k].to_f64() * pow_neg(s[k], p.beta) - coef * xv[k].to_f64() * acc);
                     }
                 }
             }
