@@ -694,6 +694,12 @@ fn norm_kernel(call: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<(
     let (l, _, per_group) = norm_layout(call.name(), p, &x.shape)?;
     let gamma = to_f64_vec(&i[1]);
     let beta = to_f64_vec(&i[2]);
+    if p.kind == Kind::Layer && l.i == 1 && l.c > 0 && o.len() == 1 {
+        crate::dispatch_float!(x.dtype, T => {
+            layer_norm_rows(x.data::<T>(), o[0].data_mut::<T>(), l.c, p.eps, &gamma, &beta)
+        });
+        return Ok(());
+    }
     let (mean, var) = crate::dispatch_float!(x.dtype, T => mean_var(&l, x.data::<T>()));
     let rstd: Vec<f64> = var.iter().map(|v| 1.0 / (v + p.eps).sqrt()).collect();
     apply_affine(&l, x, &o[0], &mean, &rstd, &gamma, &beta, per_group);
@@ -703,6 +709,31 @@ fn norm_kernel(call: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<(
         write_f64(&o[2], &std);
     }
     Ok(())
+}
+
+/// LayerNorm over the last axis (rows of `n` contiguous values), rows in
+/// parallel: each row's mean and variance (two passes, float64), then the
+/// affine map.
+fn layer_norm_rows<T: Elem>(x: &[T], y: &mut [T], n: usize, eps: f64, gamma: &[f64], beta: &[f64]) {
+    let rows = (PAR_GRAIN / n).max(1);
+    crate::par::par_chunks_mut(y, rows * n, |k, yc| {
+        let xs = &x[k * rows * n..k * rows * n + yc.len()];
+        for (xr, yr) in xs.chunks_exact(n).zip(yc.chunks_exact_mut(n)) {
+            let mean = xr.iter().map(|v| v.to_f64()).sum::<f64>() / n as f64;
+            let var = xr
+                .iter()
+                .map(|v| {
+                    let d = v.to_f64() - mean;
+                    d * d
+                })
+                .sum::<f64>()
+                / n as f64;
+            let r = 1.0 / (var + eps).sqrt();
+            for (((o, v), g), b) in yr.iter_mut().zip(xr).zip(gamma).zip(beta) {
+                *o = T::from_f64((v.to_f64() - mean) * r * g + b);
+            }
+        }
+    });
 }
 
 fn norm_grad(
