@@ -209,3 +209,15 @@ def test_softmax_over_a_middle_axis_float32(log):
     ok = ~np.isnan(want)
     np.testing.assert_allclose(got[ok], want[ok], rtol=2e-5, atol=1e-6)
     assert np.array_equal(np.isnan(got), np.isnan(want))
+
+
+@pytest.mark.parametrize("full", [True, False])
+def test_where_large_matches_numpy(full):
+    """where over many parallel pieces, with a full-shape condition and with
+    a 1-D condition selecting whole rows (pieces hold whole rows)."""
+    rng = np.random.RandomState(4)
+    x = rng.rand(5003, 37).astype(np.float32)
+    y = -x
+    c = rng.rand(5003, 37) > 0.5 if full else rng.rand(5003) > 0.5
+    got = mx.nd.where(mx.nd.array(c.astype(np.float32)), mx.nd.array(x), mx.nd.array(y)).asnumpy()
+    np.testing.assert_array_equal(got, np.where(c if full else c[:, None], x, y))

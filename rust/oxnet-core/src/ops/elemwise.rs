@@ -1824,9 +1824,22 @@ fn where_kernel(_: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()>
         let cv = c.data::<C>();
         dispatch_dtype!(x.dtype, T => {
             let (xv, yv, ov) = (x.data::<T>(), y.data::<T>(), out.data_mut::<T>());
-            for k in 0..n {
-                ov[k] = if cv[k / row].to_f64() != 0.0 { xv[k] } else { yv[k] };
-            }
+            // pieces of whole condition rows, in parallel
+            let chunk = row * (crate::ops::kernels::PAR_GRAIN / row).max(1);
+            crate::par::par_chunks_mut(ov, chunk.max(1), |k, op| {
+                let s = k * chunk;
+                let (xs, ys) = (&xv[s..s + op.len()], &yv[s..s + op.len()]);
+                if row == 1 {
+                    for (((o, &a), &b), cc) in op.iter_mut().zip(xs).zip(ys).zip(&cv[s..]) {
+                        *o = if cc.to_f64() != 0.0 { a } else { b };
+                    }
+                } else {
+                    for (r, o) in op.chunks_mut(row).enumerate() {
+                        let src = if cv[s / row + r].to_f64() != 0.0 { xs } else { ys };
+                        o.copy_from_slice(&src[r * row..(r + 1) * row]);
+                    }
+                }
+            });
         })
     });
     Ok(())
