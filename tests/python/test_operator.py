@@ -221,3 +221,16 @@ def test_where_large_matches_numpy(full):
     c = rng.rand(5003, 37) > 0.5 if full else rng.rand(5003) > 0.5
     got = mx.nd.where(mx.nd.array(c.astype(np.float32)), mx.nd.array(x), mx.nd.array(y)).asnumpy()
     np.testing.assert_array_equal(got, np.where(c if full else c[:, None], x, y))
+
+
+@pytest.mark.parametrize("multi", [False, True])
+def test_softmax_output_float32_forward(multi):
+    """SoftmaxOutput's float32 forward (softmax's row and column-block paths)
+    against NumPy: over all but the first axis, or axis 1 with multi_output."""
+    rng = np.random.RandomState(6)
+    x = rng.randn(40, 5, 300).astype(np.float32)
+    label = rng.randint(0, 5, (40, 300)) if multi else rng.randint(0, 1500, 40)
+    got = mx.nd.SoftmaxOutput(mx.nd.array(x), mx.nd.array(label.astype(np.float32)), multi_output=multi).asnumpy()
+    xd = x.astype(np.float64) if multi else x.reshape(40, -1).astype(np.float64)
+    e = np.exp(xd - xd.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(got, (e / e.sum(axis=1, keepdims=True)).reshape(x.shape), rtol=1e-5, atol=1e-7)

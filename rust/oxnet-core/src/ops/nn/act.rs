@@ -778,7 +778,7 @@ unsafe fn sm_block_f32_avx2(x: &[f32], y: &mut [f32], n: usize, inner: usize, t:
     sm_block_f32(x, y, n, inner, t, log)
 }
 
-fn sm_blocks_f32(x: &[f32], y: &mut [f32], n: usize, inner: usize, t: f32, log: bool) {
+pub(crate) fn sm_blocks_f32(x: &[f32], y: &mut [f32], n: usize, inner: usize, t: f32, log: bool) {
     #[cfg(target_arch = "x86_64")]
     if crate::ops::kernels::wide_cpu() {
         // SAFETY: the CPU has AVX2 and FMA
@@ -787,7 +787,7 @@ fn sm_blocks_f32(x: &[f32], y: &mut [f32], n: usize, inner: usize, t: f32, log: 
     sm_block_f32(x, y, n, inner, t, log)
 }
 
-fn sm_rows_f32(x: &[f32], y: &mut [f32], n: usize, t: f32, log: bool) {
+pub(crate) fn sm_rows_f32(x: &[f32], y: &mut [f32], n: usize, t: f32, log: bool) {
     #[cfg(target_arch = "x86_64")]
     if crate::ops::kernels::wide_cpu() {
         // SAFETY: the CPU has AVX2 and FMA
@@ -827,7 +827,7 @@ fn sm_fast_f32(p: &SmParam, n: usize, inner: usize, dts: &[DType]) -> bool {
 }
 
 /// Rows per parallel task: ~16K elements each.
-fn sm_task(n: usize) -> usize {
+pub(crate) fn sm_task(n: usize) -> usize {
     n * (16384 / n).max(1)
 }
 
