@@ -549,12 +549,18 @@ pub fn permute<T: Copy + Send + Sync>(src: &[T], shape: &[usize], perm: &[usize]
         let blk = r * c;
         let go = |b: usize, d: &mut [T]| {
             let s = &src[b * blk..(b + 1) * blk];
+            assert!(d.len() == blk);
             const T_: usize = 32;
             for i0 in (0..r).step_by(T_) {
                 for j0 in (0..c).step_by(T_) {
-                    for i in i0..(i0 + T_).min(r) {
-                        for j in j0..(j0 + T_).min(c) {
-                            d[i * c + j] = s[j * r + i];
+                    let (i1, j1) = ((i0 + T_).min(r), (j0 + T_).min(c));
+                    for i in i0..i1 {
+                        for j in j0..j1 {
+                            // SAFETY: i < r and j < c, so both indices are
+                            // below r * c = blk, the length of s and d
+                            unsafe {
+                                *d.get_unchecked_mut(i * c + j) = *s.get_unchecked(j * r + i)
+                            };
                         }
                     }
                 }
