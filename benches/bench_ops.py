@@ -10,7 +10,8 @@ preprocessing (to_tensor, normalize, resize of a 480x640 uint8 photo-sized
 array), optimizer updates on 1M parameters (and multi_sgd_mom_update on ten
 100k tensors), detection and resizing operators on an (8, 64, 56, 56)
 feature map, batched Cholesky, cumsum, samplers, topk, softmax over
-channels, gammaln. NumPy has no counterpart for most of them and PyTorch
+channels, gammaln, LRN, LayerNorm, where, SoftmaxOutput, an NCHW to NHWC
+transpose, average pooling. NumPy has no counterpart for most of them and PyTorch
 CPU cannot be installed here (PyPI serves only its CUDA build), so the
 comparison is with MXNet alone.
 """
@@ -40,6 +41,10 @@ def cases(mx, np):
     a = rng.rand(32, 64, 64)
     spd = nd.array((a @ a.transpose(0, 2, 1) + 64 * np.eye(64)).astype(np.float32))
     mixed = [x for t in zip(ws, gs, ms) for x in t]
+    x4 = nd.array(rng.rand(8, 32, 56, 56).astype(np.float32))
+    cond, neg = x4 > 0.5, -x4
+    probs = nd.array(rng.rand(2000, 100).astype(np.float32))
+    plabel = nd.array(rng.randint(0, 100, 2000).astype(np.float32))
     return {
         "to_tensor": lambda: nd.image.to_tensor(img),
         "normalize": lambda: nd.image.normalize(imgf, mean=(0.5, 0.4, 0.3), std=(0.2, 0.2, 0.2)),
@@ -60,6 +65,12 @@ def cases(mx, np):
         "topk_k5_of_56": lambda: nd.topk(feat.reshape((-1, 56)), k=5, axis=-1),
         "softmax_axis1": lambda: nd.softmax(feat, axis=1),
         "gammaln": lambda: nd.gammaln(big + 1),
+        "LRN": lambda: nd.LRN(x4, nsize=5),
+        "LayerNorm_last": lambda: nd.LayerNorm(x4, nd.ones(56), nd.zeros(56)),
+        "where": lambda: nd.where(cond, x4, neg),
+        "SoftmaxOutput": lambda: nd.SoftmaxOutput(probs, plabel),
+        "transpose_NHWC": lambda: nd.transpose(x4, axes=(0, 2, 3, 1)),
+        "Pooling_avg_3x3s2": lambda: nd.Pooling(x4, kernel=(3, 3), stride=(2, 2), pool_type="avg"),
     }
 
 
