@@ -234,3 +234,15 @@ def test_softmax_output_float32_forward(multi):
     xd = x.astype(np.float64) if multi else x.reshape(40, -1).astype(np.float64)
     e = np.exp(xd - xd.max(axis=1, keepdims=True))
     np.testing.assert_allclose(got, (e / e.sum(axis=1, keepdims=True)).reshape(x.shape), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("shape,nsize", [((3, 7, 33, 35), 5), ((2, 4, 1300), 3), ((2, 9, 3, 3), 7), ((1, 1, 5), 1)])
+def test_lrn_sliding_window_matches_numpy(shape, nsize):
+    """LRN's running window over channels (runs of spatial positions, more
+    channels than the window, fewer, and one) against NumPy in float64."""
+    x = np.random.RandomState(1).randn(*shape).astype(np.float32)
+    c, h = shape[1], nsize // 2
+    sq = x.astype(np.float64) ** 2
+    s = np.stack([sq[:, max(0, k - h):min(c, k + h + 1)].sum(axis=1) for k in range(c)], axis=1)
+    want = x / (2.0 + 1e-4 / nsize * s) ** 0.75
+    np.testing.assert_allclose(mx.nd.LRN(mx.nd.array(x), nsize=nsize).asnumpy(), want, rtol=1e-5, atol=1e-6)

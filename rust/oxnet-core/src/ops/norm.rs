@@ -1048,27 +1048,52 @@ fn pow_neg(s: f64, beta: f64) -> f64 {
     }
 }
 
-/// The forward, one (image, channel) plane per task: the plane's scale
-/// summed from its neighbouring channels, then applied.
+/// The forward, in parallel over (image, run of spatial positions): the
+/// channels are walked in order with a running sum of squares over the
+/// window (one channel enters, one leaves), kept in float64.
 fn lrn_forward<T: Elem>(shape: &[usize], x: &[T], y: &mut [T], p: &LrnParam) {
-    let c = shape[1];
+    const RUN: usize = 512;
+    let (n, c) = (shape[0], shape[1]);
     let inner: usize = shape[2..].iter().product();
+    if n * c * inner == 0 {
+        return;
+    }
     let half = p.nsize / 2;
     let a = p.alpha / p.nsize as f64;
-    crate::par::par_chunks_mut(y, inner.max(1), |plane, yp| {
-        let (b, ch) = (plane / c, plane % c);
-        let base = b * c * inner;
-        let mut scale = vec![p.knorm; inner];
-        for src in ch.saturating_sub(half)..=(ch + half).min(c - 1) {
-            let xs = &x[base + src * inner..base + (src + 1) * inner];
-            for (d, v) in scale.iter_mut().zip(xs) {
-                let v = v.to_f64();
-                *d += a * v * v;
+    let runs = inner.div_ceil(RUN);
+    struct Out<T>(*mut T);
+    // SAFETY: task (b, r) writes only y[b][..][r * RUN..], disjoint between
+    // tasks; y outlives the loop.
+    unsafe impl<T> Sync for Out<T> {}
+    let out = Out(y.as_mut_ptr());
+    crate::par::par_for(n * runs, &|task| {
+        let (b, r) = (task / runs, task % runs);
+        let (s0, len) = (r * RUN, RUN.min(inner - r * RUN));
+        let at = |ch: usize| (b * c + ch) * inner + s0;
+        let sq = |ch: usize, acc: &mut [f64], sign: f64| {
+            for (v, xv) in acc.iter_mut().zip(&x[at(ch)..at(ch) + len]) {
+                let xv = xv.to_f64();
+                *v += sign * xv * xv;
             }
+        };
+        let mut acc = [0f64; RUN];
+        let acc = &mut acc[..len];
+        for ch in 0..=half.min(c - 1) {
+            sq(ch, acc, 1.0);
         }
-        let xs = &x[base + ch * inner..base + (ch + 1) * inner];
-        for ((o, v), sc) in yp.iter_mut().zip(xs).zip(&scale) {
-            *o = T::from_f64(v.to_f64() * pow_neg(*sc, p.beta));
+        let out = &out;
+        for ch in 0..c {
+            // SAFETY: see Out; the run lies inside y
+            let yo = unsafe { std::slice::from_raw_parts_mut(out.0.add(at(ch)), len) };
+            for ((o, xv), s) in yo.iter_mut().zip(&x[at(ch)..at(ch) + len]).zip(acc.iter()) {
+                *o = T::from_f64(xv.to_f64() * pow_neg(p.knorm + a * s, p.beta));
+            }
+            if ch + half + 1 < c {
+                sq(ch + half + 1, acc, 1.0);
+            }
+            if ch >= half {
+                sq(ch - half, acc, -1.0);
+            }
         }
     });
 }
