@@ -1082,11 +1082,30 @@ fn lrn_forward<T: Elem>(shape: &[usize], x: &[T], y: &mut [T], p: &LrnParam) {
             sq(ch, acc, 1.0);
         }
         let out = &out;
+        // one loop per exponent form, so that each vectorises
+        #[inline(always)]
+        fn put<T: Elem>(
+            yo: &mut [T],
+            xs: &[T],
+            acc: &[f64],
+            k: f64,
+            a: f64,
+            f: impl Fn(f64) -> f64,
+        ) {
+            for ((o, xv), s) in yo.iter_mut().zip(xs).zip(acc) {
+                *o = T::from_f64(xv.to_f64() * f(k + a * s));
+            }
+        }
         for ch in 0..c {
             // SAFETY: see Out; the run lies inside y
             let yo = unsafe { std::slice::from_raw_parts_mut(out.0.add(at(ch)), len) };
-            for ((o, xv), s) in yo.iter_mut().zip(&x[at(ch)..at(ch) + len]).zip(acc.iter()) {
-                *o = T::from_f64(xv.to_f64() * pow_neg(p.knorm + a * s, p.beta));
+            let xs = &x[at(ch)..at(ch) + len];
+            match p.beta {
+                0.75 => put(yo, xs, acc, p.knorm, a, |s| {
+                    1.0 / (s.sqrt() * s.sqrt().sqrt())
+                }),
+                0.5 => put(yo, xs, acc, p.knorm, a, |s| 1.0 / s.sqrt()),
+                beta => put(yo, xs, acc, p.knorm, a, |s| pow_neg(s, beta)),
             }
             if ch + half + 1 < c {
                 sq(ch + half + 1, acc, 1.0);
