@@ -1096,16 +1096,41 @@ fn lrn_forward<T: Elem>(shape: &[usize], x: &[T], y: &mut [T], p: &LrnParam) {
                 *o = T::from_f64(xv.to_f64() * f(k + a * s));
             }
         }
+        /// [`put`] compiled for AVX2 (4 float64 lanes; the same bits).
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn put_avx2<T: Elem>(
+            yo: &mut [T],
+            xs: &[T],
+            acc: &[f64],
+            k: f64,
+            a: f64,
+            f: impl Fn(f64) -> f64,
+        ) {
+            put(yo, xs, acc, k, a, f)
+        }
+        // the output loop for exponent form $f, on AVX2 where the CPU has it
+        macro_rules! apply {
+            ($yo:expr, $xs:expr, $f:expr) => {{
+                #[cfg(target_arch = "x86_64")]
+                if crate::ops::kernels::wide_cpu() {
+                    // SAFETY: the CPU has AVX2 and FMA
+                    unsafe { put_avx2($yo, $xs, acc, p.knorm, a, $f) };
+                } else {
+                    put($yo, $xs, acc, p.knorm, a, $f);
+                }
+                #[cfg(not(target_arch = "x86_64"))]
+                put($yo, $xs, acc, p.knorm, a, $f);
+            }};
+        }
         for ch in 0..c {
             // SAFETY: see Out; the run lies inside y
             let yo = unsafe { std::slice::from_raw_parts_mut(out.0.add(at(ch)), len) };
             let xs = &x[at(ch)..at(ch) + len];
             match p.beta {
-                0.75 => put(yo, xs, acc, p.knorm, a, |s| {
-                    1.0 / (s.sqrt() * s.sqrt().sqrt())
-                }),
-                0.5 => put(yo, xs, acc, p.knorm, a, |s| 1.0 / s.sqrt()),
-                beta => put(yo, xs, acc, p.knorm, a, |s| pow_neg(s, beta)),
+                0.75 => apply!(yo, xs, |s: f64| 1.0 / (s.sqrt() * s.sqrt().sqrt())),
+                0.5 => apply!(yo, xs, |s: f64| 1.0 / s.sqrt()),
+                beta => apply!(yo, xs, |s: f64| pow_neg(s, beta)),
             }
             if ch + half + 1 < c {
                 sq(ch + half + 1, acc, 1.0);
