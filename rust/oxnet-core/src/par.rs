@@ -30,14 +30,27 @@ pub fn on_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
 }
 
 /// A pointer that may cross threads; users guarantee disjoint access.
-struct SharedMut<T>(*mut T);
+/// Kernels whose parallel tasks write interleaved, not contiguous, parts
+/// of an output (a channel's planes across a batch) share it through this.
+pub(crate) struct SharedMut<T>(*mut T);
 unsafe impl<T: Send> Send for SharedMut<T> {}
 unsafe impl<T: Send> Sync for SharedMut<T> {}
 impl<T> SharedMut<T> {
+    pub(crate) fn new(v: &mut [T]) -> SharedMut<T> {
+        SharedMut(v.as_mut_ptr())
+    }
     // A method (not field access) so closures capture the whole wrapper.
     fn at(&self, i: usize) -> *mut T {
         // SAFETY: callers only pass offsets inside the slice it came from.
         unsafe { self.0.add(i) }
+    }
+    /// Elements `start..start + len` of the slice it came from.
+    /// # Safety
+    /// The range lies inside that slice, the slice outlives the use, and no
+    /// other task touches the range meanwhile.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn slice(&self, start: usize, len: usize) -> &mut [T] {
+        std::slice::from_raw_parts_mut(self.at(start), len)
     }
 }
 

@@ -98,7 +98,7 @@ fn copy_all(i: &Blob, o: &Blob) {
 
 /// (N, H, W, C) to (N, C, H, W) / 255, in parallel over pieces of the
 /// output (a piece may span planes).
-fn to_tensor_kernel<T: Elem>(x: &[T], y: &mut [f32], _n: usize, hw: usize, c: usize) {
+fn to_tensor_kernel<T: Elem>(x: &[T], y: &mut [f32], hw: usize, c: usize) {
     if hw == 0 || c == 0 {
         return;
     }
@@ -146,12 +146,9 @@ pub static TO_TENSOR: OpDef = OpDef {
     },
     cpu: Some(|_, i, o, _| {
         let s = &i[0].shape;
-        let (n, h, w, c) = if s.len() == 4 {
-            (s[0], s[1], s[2], s[3])
-        } else {
-            (1, s[0], s[1], s[2])
-        };
-        dispatch_dtype!(i[0].dtype, T => to_tensor_kernel(i[0].data::<T>(), o[0].data_mut::<f32>(), n, h * w, c));
+        let k = s.len();
+        let (hw, c) = (s[k - 3] * s[k - 2], s[k - 1]);
+        dispatch_dtype!(i[0].dtype, T => to_tensor_kernel(i[0].data::<T>(), o[0].data_mut::<f32>(), hw, c));
         Ok(())
     }),
     ..OpDef::BASE

@@ -630,15 +630,16 @@ fn topk_perm<T: Elem>(
     if k == 0 {
         return perm;
     }
-    // before(a, b): element a sorts before element b (value, then index)
-    let before = |va: f64, ia: usize, vb: f64, ib: usize| {
+    // the sort order of elements (value, position): value, then position
+    let order = |va: f64, ia: usize, vb: f64, ib: usize| {
         let o = if ascend {
             cmp_nan_last(va, vb)
         } else {
             cmp_nan_last(vb, va)
         };
-        o.then(ia.cmp(&ib)) == Ordering::Less
+        o.then(ia.cmp(&ib))
     };
+    let before = |va: f64, ia: usize, vb: f64, ib: usize| order(va, ia, vb, ib) == Ordering::Less;
     // scratch per task: the line's values and positions
     let block = |pi: usize, pb: &mut [usize], vals: &mut Vec<f64>, ids: &mut Vec<usize>| {
         vals.resize(n, 0.0);
@@ -667,15 +668,7 @@ fn topk_perm<T: Elem>(
             } else {
                 ids.clear();
                 ids.extend(0..n);
-                let cmp = |a: &usize, b: &usize| {
-                    if before(vals[*a], *a, vals[*b], *b) {
-                        Ordering::Less
-                    } else if a == b {
-                        Ordering::Equal
-                    } else {
-                        Ordering::Greater
-                    }
-                };
+                let cmp = |a: &usize, b: &usize| order(vals[*a], *a, vals[*b], *b);
                 if k < n && k * 8 <= n {
                     ids.select_nth_unstable_by(k - 1, cmp);
                     ids[..k].sort_unstable_by(cmp);

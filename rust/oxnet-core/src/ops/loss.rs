@@ -12,7 +12,6 @@ use crate::base::{fmt_shape, DType, Shape};
 use crate::dispatch_float;
 use crate::error::{Error, Result};
 use crate::ndarray::Blob;
-use crate::par::par_chunks_mut;
 
 type B<'a> = &'a mut dyn GradBuilder;
 
@@ -183,25 +182,8 @@ pub static SOFTMAX_OUTPUT: OpDef = OpDef {
         let (_, k, inner) = lay;
         if i[0].dtype == DType::F32 && k > 0 {
             // softmax's float32 paths (rows or column blocks, in parallel)
-            use crate::ops::nn::act::{sm_blocks_f32, sm_rows_f32, sm_task};
-            let x = i[0].data::<f32>();
-            if inner == 1 {
-                par_chunks_mut(o[0].data_mut::<f32>(), sm_task(k), |c, y| {
-                    let s = c * sm_task(k);
-                    sm_rows_f32(&x[s..s + y.len()], y, k, 1.0, false)
-                });
-            } else {
-                par_chunks_mut(o[0].data_mut::<f32>(), k * inner, |a, y| {
-                    sm_blocks_f32(
-                        &x[a * k * inner..(a + 1) * k * inner],
-                        y,
-                        k,
-                        inner,
-                        1.0,
-                        false,
-                    )
-                });
-            }
+            let (x, y) = (i[0].data::<f32>(), o[0].data_mut::<f32>());
+            crate::ops::nn::act::softmax_f32(x, y, k, inner, 1.0, false);
             return Ok(());
         }
         dispatch_float!(i[0].dtype, T => softmax_rows(i[0].data::<T>(), o[0].data_mut::<T>(), lay));

@@ -1061,11 +1061,8 @@ fn lrn_forward<T: Elem>(shape: &[usize], x: &[T], y: &mut [T], p: &LrnParam) {
     let half = p.nsize / 2;
     let a = p.alpha / p.nsize as f64;
     let runs = inner.div_ceil(RUN);
-    struct Out<T>(*mut T);
-    // SAFETY: task (b, r) writes only y[b][..][r * RUN..], disjoint between
-    // tasks; y outlives the loop.
-    unsafe impl<T> Sync for Out<T> {}
-    let out = Out(y.as_mut_ptr());
+    // task (b, r) writes only y[b][..][r * RUN..], disjoint between tasks
+    let out = crate::par::SharedMut::new(y);
     crate::par::par_for(n * runs, &|task| {
         let (b, r) = (task / runs, task % runs);
         let (s0, len) = (r * RUN, RUN.min(inner - r * RUN));
@@ -1081,7 +1078,6 @@ fn lrn_forward<T: Elem>(shape: &[usize], x: &[T], y: &mut [T], p: &LrnParam) {
         for ch in 0..=half.min(c - 1) {
             sq(ch, acc, 1.0);
         }
-        let out = &out;
         // one loop per exponent form, so that each vectorises
         #[inline(always)]
         fn put<T: Elem>(
@@ -1124,8 +1120,8 @@ fn lrn_forward<T: Elem>(shape: &[usize], x: &[T], y: &mut [T], p: &LrnParam) {
             }};
         }
         for ch in 0..c {
-            // SAFETY: see Out; the run lies inside y
-            let yo = unsafe { std::slice::from_raw_parts_mut(out.0.add(at(ch)), len) };
+            // SAFETY: the run lies inside y, written by this task only
+            let yo = unsafe { out.slice(at(ch), len) };
             let xs = &x[at(ch)..at(ch) + len];
             match p.beta {
                 0.75 => apply!(yo, xs, |s: f64| 1.0 / (s.sqrt() * s.sqrt().sqrt())),

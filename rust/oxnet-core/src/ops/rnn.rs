@@ -444,13 +444,13 @@ struct Cache<'a, F> {
     aux: &'a [F],
 }
 
-/// The reserve read back: per (layer, direction) caches, the inputs of the
-/// layers above the first, and whether the forward filled it.
+/// The reserve read back: per (layer, direction) caches and the inputs of
+/// the layers above the first.
 fn read_reserve<'a, F: Num>(
     p: &RnnParam,
     dm: &Dims,
     buf: &'a [F],
-) -> (Vec<Cache<'a, F>>, Vec<&'a [F]>, bool) {
+) -> (Vec<Cache<'a, F>>, Vec<&'a [F]>) {
     let parts = reserve_parts(p, dm.t, dm.n).expect("reserve size checked by shape inference");
     let mut at = 0;
     let mut pieces = parts.iter().map(|&l| {
@@ -467,8 +467,7 @@ fn read_reserve<'a, F: Num>(
         })
         .collect();
     let inputs: Vec<&[F]> = (1..p.layers).map(|_| next()).collect();
-    let kept = next()[0] == F::one();
-    (caches, inputs, kept)
+    (caches, inputs)
 }
 
 struct Fwd<F> {
@@ -1077,7 +1076,7 @@ fn backward<F: Num>(
     dhy: Option<&[F]>,
     dcy: Option<&[F]>,
 ) -> Grads<F> {
-    let (caches, inputs, _) = read_reserve(p, dm, reserve);
+    let (caches, inputs) = read_reserve(p, dm, reserve);
     let (g, h, nd) = (p.mode.gates(), p.h, p.dirs);
     let (tn, n) = (dm.t, dm.n);
     let gh = g * h;
@@ -1346,9 +1345,9 @@ fn run_backward<F: Num>(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Re
     // the forward's reserve; rerun the forward when it was not kept (RNN
     // called outside training, e.g. autograd.record(train_mode=False))
     let given = i[p.n_in() + 1].data::<F>();
-    let (_, _, kept) = read_reserve(p, &dm, given);
+    // its last element is the flag the forward sets when it kept it
     let rerun;
-    let reserve = if kept {
+    let reserve = if given.last() == Some(&F::one()) {
         given
     } else {
         let mut buf = vec![F::zero(); given.len()];

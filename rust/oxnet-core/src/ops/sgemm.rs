@@ -447,6 +447,45 @@ mod imp {
         &mut buf[off..]
     }
 
+    /// One depth block [pc, pc + kc) of `C (m x nc) [+]= A . B` against
+    /// packed B panels at `pb` (panel q of NR columns at `pb + q * NR * kc`):
+    /// A packed MC rows at a time into `pa`, then the micro-kernel over
+    /// every tile. `c` points at the block's first column.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn macro_block(
+        pa: &mut [f32],
+        a: Mat,
+        m: usize,
+        (pc, kc): (usize, usize),
+        pb: *const f32,
+        nc: usize,
+        c: MatMut,
+        beta: bool,
+    ) {
+        let mut ic = 0;
+        while ic < m {
+            let mc = MC.min(m - ic);
+            pack_a(pa, a, ic, mc, pc, kc);
+            let mut jr = 0;
+            while jr < nc {
+                let cols = NR.min(nc - jr);
+                let bp = pb.add(jr * kc);
+                let mut ir = 0;
+                while ir < mc {
+                    let rows = MR.min(mc - ir);
+                    let ct = MatMut {
+                        ptr: c.ptr.offset((ic + ir) as isize * c.rs + jr as isize * c.cs),
+                        ..c
+                    };
+                    kernel(kc, pa.as_ptr().add(ir * kc), bp, ct, rows, cols, beta);
+                    ir += MR;
+                }
+                jr += NR;
+            }
+            ic += MC;
+        }
+    }
+
     /// The blocked product on one thread.
     pub unsafe fn run(m: usize, n: usize, k: usize, c: MatMut, acc: bool, a: Mat, b: BSrc) {
         PACK.with(|cell| {
@@ -463,31 +502,11 @@ mod imp {
                     let kc = kcb.min(k - pc);
                     let beta = acc || pc > 0;
                     pack_b(pb, b, pc, kc, jc, nc);
-                    let mut ic = 0;
-                    while ic < m {
-                        let mc = MC.min(m - ic);
-                        pack_a(pa, a, ic, mc, pc, kc);
-                        let mut jr = 0;
-                        while jr < nc {
-                            let cols = NR.min(nc - jr);
-                            let bp = pb.as_ptr().add(jr * kc);
-                            let mut ir = 0;
-                            while ir < mc {
-                                let rows = MR.min(mc - ir);
-                                let ct = MatMut {
-                                    ptr: c.ptr.offset(
-                                        (ic + ir) as isize * c.rs + (jc + jr) as isize * c.cs,
-                                    ),
-                                    rs: c.rs,
-                                    cs: c.cs,
-                                };
-                                kernel(kc, pa.as_ptr().add(ir * kc), bp, ct, rows, cols, beta);
-                                ir += MR;
-                            }
-                            jr += NR;
-                        }
-                        ic += MC;
-                    }
+                    let cj = MatMut {
+                        ptr: c.ptr.offset(jc as isize * c.cs),
+                        ..c
+                    };
+                    macro_block(pa, a, m, (pc, kc), pb.as_ptr(), nc, cj, beta);
                     pc += kcb;
                 }
                 jc += NC;
@@ -559,30 +578,11 @@ mod imp {
                     let kc = self.kcb.min(self.k - pc);
                     let beta = acc || pc > 0;
                     let block = self.buf.as_ptr().add(self.off + pc * npad);
-                    let mut ic = 0;
-                    while ic < m {
-                        let mc = MC.min(m - ic);
-                        pack_a(pa, a, ic, mc, pc, kc);
-                        let mut jr = j0;
-                        while jr < j0 + nc {
-                            let cols = NR.min(j0 + nc - jr);
-                            let bp = block.add(jr * kc);
-                            let mut ir = 0;
-                            while ir < mc {
-                                let ct = MatMut {
-                                    ptr: c
-                                        .ptr
-                                        .offset((ic + ir) as isize * c.rs + jr as isize * c.cs),
-                                    ..c
-                                };
-                                let rows = MR.min(mc - ir);
-                                kernel(kc, pa.as_ptr().add(ir * kc), bp, ct, rows, cols, beta);
-                                ir += MR;
-                            }
-                            jr += NR;
-                        }
-                        ic += MC;
-                    }
+                    let cj = MatMut {
+                        ptr: c.ptr.offset(j0 as isize * c.cs),
+                        ..c
+                    };
+                    macro_block(pa, a, m, (pc, kc), block.add(j0 * kc), nc, cj, beta);
                     pc += self.kcb;
                 }
             })

@@ -228,11 +228,9 @@ fn backward<T: Elem>(
     // each output channel's data channels accumulated in f64 (a scratch
     // per thread), then stored
     let per_ch = if p.position_sensitive { ph * pw } else { 1 };
-    struct Out<T>(*mut T);
-    // SAFETY: output channel ch writes only data channels ch * per_ch ..
-    // (ch + 1) * per_ch, disjoint between tasks; dx outlives the loop.
-    unsafe impl<T> Sync for Out<T> {}
-    let out = Out(dx.as_mut_ptr());
+    // output channel ch writes only data channels ch * per_ch ..
+    // (ch + 1) * per_ch, disjoint between tasks
+    let out = crate::par::SharedMut::new(dx);
     crate::par::par_for_init(
         oc,
         || vec![0f64; n * per_ch * h * w],
@@ -251,15 +249,12 @@ fn backward<T: Elem>(
                     }
                 }
             }
-            let out = &out;
             for b in 0..n {
                 for q in 0..per_ch {
                     let ic = ch * per_ch + q;
                     let src = &acc[(b * per_ch + q) * h * w..][..h * w];
-                    // SAFETY: see Out; the plane lies inside dx
-                    let dst = unsafe {
-                        std::slice::from_raw_parts_mut(out.0.add((b * c + ic) * h * w), h * w)
-                    };
+                    // SAFETY: the plane lies inside dx, written by this task only
+                    let dst = unsafe { out.slice((b * c + ic) * h * w, h * w) };
                     for (d, &v) in dst.iter_mut().zip(src) {
                         *d = T::from_f64(v);
                     }

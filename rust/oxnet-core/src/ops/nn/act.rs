@@ -778,7 +778,7 @@ unsafe fn sm_block_f32_avx2(x: &[f32], y: &mut [f32], n: usize, inner: usize, t:
     sm_block_f32(x, y, n, inner, t, log)
 }
 
-pub(crate) fn sm_blocks_f32(x: &[f32], y: &mut [f32], n: usize, inner: usize, t: f32, log: bool) {
+fn sm_blocks_f32(x: &[f32], y: &mut [f32], n: usize, inner: usize, t: f32, log: bool) {
     #[cfg(target_arch = "x86_64")]
     if crate::ops::kernels::wide_cpu() {
         // SAFETY: the CPU has AVX2 and FMA
@@ -787,7 +787,7 @@ pub(crate) fn sm_blocks_f32(x: &[f32], y: &mut [f32], n: usize, inner: usize, t:
     sm_block_f32(x, y, n, inner, t, log)
 }
 
-pub(crate) fn sm_rows_f32(x: &[f32], y: &mut [f32], n: usize, t: f32, log: bool) {
+fn sm_rows_f32(x: &[f32], y: &mut [f32], n: usize, t: f32, log: bool) {
     #[cfg(target_arch = "x86_64")]
     if crate::ops::kernels::wide_cpu() {
         // SAFETY: the CPU has AVX2 and FMA
@@ -827,36 +827,34 @@ fn sm_fast_f32(p: &SmParam, n: usize, inner: usize, dts: &[DType]) -> bool {
 }
 
 /// Rows per parallel task: ~16K elements each.
-pub(crate) fn sm_task(n: usize) -> usize {
+fn sm_task(n: usize) -> usize {
     n * (16384 / n).max(1)
+}
+
+/// float32 softmax / log_softmax of (outer, n, inner) data along n, in
+/// parallel: rows of `n` when inner == 1, else one (n, inner) block of
+/// columns per outer index.
+pub(crate) fn softmax_f32(x: &[f32], y: &mut [f32], n: usize, inner: usize, t: f32, log: bool) {
+    if inner == 1 {
+        par_chunks_mut(y, sm_task(n), |k, yc| {
+            let s = k * sm_task(n);
+            sm_rows_f32(&x[s..s + yc.len()], yc, n, t, log)
+        });
+    } else {
+        par_chunks_mut(y, n * inner, |a, yc| {
+            sm_blocks_f32(&x[a * n * inner..(a + 1) * n * inner], yc, n, inner, t, log)
+        });
+    }
 }
 
 /// Softmax over rows of `n` values with stride `inner`; masked tails are 0.
 fn sm_fwd_kernel(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> {
     let p = c.p::<SmParam>();
     let (_, n, inner, _) = sm_dims(p, &i[0].shape, c.name())?;
-    if sm_fast_f32(p, n, inner, &[i[0].dtype, o[0].dtype]) {
-        let (x, t, log) = (
-            i[0].data::<f32>(),
-            p.temperature as f32,
-            p.kind == SmKind::LogSoftmax,
-        );
-        par_chunks_mut(o[0].data_mut::<f32>(), sm_task(n), |k, y| {
-            let s = k * sm_task(n);
-            sm_rows_f32(&x[s..s + y.len()], y, n, t, log)
-        });
-        return Ok(());
-    }
-    if inner > 1 && sm_fast_f32(p, n, 1, &[i[0].dtype, o[0].dtype]) {
-        // another axis: one (n, inner) block per outer index
-        let (x, t, log) = (
-            i[0].data::<f32>(),
-            p.temperature as f32,
-            p.kind == SmKind::LogSoftmax,
-        );
-        par_chunks_mut(o[0].data_mut::<f32>(), n * inner, |a, y| {
-            sm_blocks_f32(&x[a * n * inner..(a + 1) * n * inner], y, n, inner, t, log)
-        });
+    // float32 on any axis (the inner extent does not matter forward)
+    if sm_fast_f32(p, n, 1, &[i[0].dtype, o[0].dtype]) {
+        let (t, log) = (p.temperature as f32, p.kind == SmKind::LogSoftmax);
+        softmax_f32(i[0].data::<f32>(), o[0].data_mut::<f32>(), n, inner, t, log);
         return Ok(());
     }
     let x = super::to_f64_vec(&i[0]);
