@@ -17,7 +17,8 @@ from . import operator
 from . import profiler
 from . import test_utils
 from . import recordio, io, image  # noqa: E402
-from . import lr_scheduler, optimizer  # noqa: E402
+from . import lr_scheduler, optimizer, registry, initializer  # noqa: E402
+from . import initializer as init  # noqa: E402
 
 
 
