@@ -19,7 +19,7 @@ from . import test_utils
 from . import recordio, io, image  # noqa: E402
 from . import lr_scheduler, optimizer, registry, initializer  # noqa: E402
 from . import initializer as init  # noqa: E402
-from . import metric  # noqa: E402
+from . import metric, model, callback  # noqa: E402
 
 
 
