@@ -20,6 +20,8 @@ from . import recordio, io, image  # noqa: E402
 from . import lr_scheduler, optimizer, registry, initializer  # noqa: E402
 from . import initializer as init  # noqa: E402
 from . import metric, model, callback  # noqa: E402
+from . import kvstore  # noqa: E402
+from . import kvstore as kv  # noqa: E402
 
 
 
