@@ -381,3 +381,43 @@ def test_cached_op_forward_and_autograd():
     assert y3.shape == (2, 4)
     with pytest.raises(mx.MXNetError, match="expected 5 inputs"):
         op(ins[0])
+
+
+def _chain(F, x):
+    y = x
+    for i in range(10):
+        y = [lambda t: t * 1.01, lambda t: t + 0.5, F.tanh, lambda t: F.exp(t * -0.1), lambda t: 0.2 - t][i % 5](y)
+    return y
+
+
+def test_pointwise_fusion_gives_the_same_bits(monkeypatch):
+    y = _chain(mx.sym, mx.sym.var("x"))
+    xv = np.random.RandomState(0).randn(100003).astype(np.float32)
+    ex = y.simple_bind(mx.cpu(), x=xv.shape, grad_req="null")
+    assert "Total 1 operator nodes" in ex.debug_str()
+    fused = ex.forward(x=xv)[0].asnumpy()
+    monkeypatch.setenv("MXNET_USE_FUSION", "0")
+    ex0 = y.simple_bind(mx.cpu(), x=xv.shape, grad_req="null")
+    assert "Total 12 operator nodes" in ex0.debug_str()
+    plain = ex0.forward(x=xv)[0].asnumpy()
+    imperative = _chain(mx.nd, mx.nd.array(xv)).asnumpy()
+    assert np.array_equal(fused, plain) and np.array_equal(fused, imperative)
+
+
+def test_fusion_keeps_values_read_elsewhere():
+    # the intermediate `a` is an output and is read twice: it is not fused away
+    x = mx.sym.var("x")
+    a = mx.sym.exp(x * 2)
+    b = mx.sym.sqrt(a + 1) * 3
+    c = mx.sym.Group([b, a, mx.sym.sum(a)])
+    xv = np.linspace(-1, 1, 7).astype(np.float32)
+    outs = [o.asnumpy() for o in c.eval(x=mx.nd.array(xv))]
+    ea = np.exp(xv * np.float32(2))
+    np.testing.assert_allclose(outs[1], ea, rtol=1e-6)
+    np.testing.assert_allclose(outs[0], np.sqrt(ea + 1) * 3, rtol=1e-6)
+    np.testing.assert_allclose(outs[2], [ea.sum()], rtol=1e-5)
+    # float64 and broadcasting operators are left to their own kernels
+    d = mx.sym.var("d")
+    e = mx.sym.broadcast_add(mx.sym.exp(d) * 2, mx.sym.var("r"))
+    res = e.eval(d=mx.nd.ones((2, 3), dtype="float64"), r=mx.nd.ones((1, 3), dtype="float64"))[0]
+    np.testing.assert_allclose(res.asnumpy(), np.full((2, 3), 2 * np.e + 1))
