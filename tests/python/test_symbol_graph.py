@@ -421,3 +421,17 @@ def test_fusion_keeps_values_read_elsewhere():
     e = mx.sym.broadcast_add(mx.sym.exp(d) * 2, mx.sym.var("r"))
     res = e.eval(d=mx.nd.ones((2, 3), dtype="float64"), r=mx.nd.ones((1, 3), dtype="float64"))[0]
     np.testing.assert_allclose(res.asnumpy(), np.full((2, 3), 2 * np.e + 1))
+
+
+def test_autograd_get_symbol_replays_the_recording():
+    x = mx.nd.array(np.arange(6, dtype=np.float32).reshape(2, 3))
+    w = mx.nd.ones((4, 3))
+    x.attach_grad()
+    w.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.relu(mx.nd.FullyConnected(x, w, no_bias=True, num_hidden=4)) * 2 + 1
+    s = mx.autograd.get_symbol(y)
+    assert s.list_arguments() == ["var0", "var1"]
+    np.testing.assert_allclose(s.eval(var0=x, var1=w)[0].asnumpy(), y.asnumpy())
+    with pytest.raises(mx.MXNetError, match="record"):
+        mx.autograd.get_symbol(mx.nd.ones((2,)))

@@ -17,7 +17,7 @@ pub struct SymbolHandle {
     pub inner: Symbol,
 }
 
-fn handle(inner: Symbol) -> SymbolHandle {
+pub fn handle(inner: Symbol) -> SymbolHandle {
     SymbolHandle { inner }
 }
 
@@ -330,7 +330,15 @@ impl CachedOpHandle {
     }
 }
 
+/// The recorded computation behind `heads` as a graph.
+#[pyfunction]
+fn autograd_symbol(heads: Vec<PyRef<'_, NDArray>>) -> PyResult<SymbolHandle> {
+    let hs = cores(&heads);
+    oxnet_core::autograd::to_symbol(&hs).py_err().map(handle)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(autograd_symbol, m)?)?;
     m.add_class::<SymbolHandle>()?;
     m.add_class::<GraphExecutor>()?;
     m.add_class::<CachedOpHandle>()?;
