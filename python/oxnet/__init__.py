@@ -17,6 +17,7 @@ from . import operator
 from . import profiler
 from . import test_utils
 from . import recordio, io, image  # noqa: E402
+from . import gluon  # noqa: E402
 
 
 

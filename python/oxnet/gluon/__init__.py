@@ -1,0 +1,6 @@
+"""Gluon, MXNet's imperative/hybrid neural network API (``mx.gluon``)."""
+from .parameter import *  # noqa: F401,F403
+from .block import *  # noqa: F401,F403
+from . import nn  # noqa: F401
+from . import utils  # noqa: F401
+from . import loss  # noqa: F401
