@@ -17,6 +17,11 @@ from . import operator
 from . import profiler
 from . import test_utils
 from . import recordio, io, image  # noqa: E402
+from . import name, attribute  # noqa: E402
+from .attribute import AttrScope  # noqa: E402
+from . import symbol  # noqa: E402
+from . import symbol as sym  # noqa: E402
+from . import executor  # noqa: E402
 from . import gluon  # noqa: E402
 
 

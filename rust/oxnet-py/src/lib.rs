@@ -15,6 +15,7 @@ mod ops;
 mod profiler;
 mod runtime;
 mod serialize;
+mod symbol;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -29,5 +30,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     serialize::register(m)?;
     profiler::register(m)?;
     io::register(m)?;
+    symbol::register(m)?;
     Ok(())
 }
