@@ -364,3 +364,96 @@ def test_lambda_blocks():
     seq.initialize()
     assert seq(mx.nd.ones((1, 2))).shape == (1, 2) and len(seq) == 2
     assert isinstance(seq[:1], nn.Sequential) and len(seq[:1]) == 1
+
+
+class _ConvNet(gluon.HybridBlock):
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        with self.name_scope():
+            self.conv = nn.Conv2D(4, 3, padding=1)
+            self.bn = nn.BatchNorm()
+            self.pool = nn.MaxPool2D()
+            self.fc = nn.Dense(3)
+
+    def hybrid_forward(self, F, x):
+        y = self.pool(F.relu(self.bn(self.conv(x))))
+        return self.fc(y) + 1
+
+
+def test_symbolblock_imports_mxnet_export():
+    # convnet-symbol.json / convnet-0003.params: HybridBlock.export of MXNet 1.9.1
+    d = os.path.join(DATA, "gluon_export")
+    sb = gluon.SymbolBlock.imports(os.path.join(d, "convnet-symbol.json"), ["data"],
+                                   os.path.join(d, "convnet-0003.params"))
+    x = mx.nd.array(np.random.RandomState(2).randn(2, 3, 8, 8).astype("float32"))
+    np.testing.assert_allclose(sb(x).asnumpy(), np.load(os.path.join(d, "convnet_out.npy")), rtol=1e-5, atol=1e-6)
+    assert "convnet_batchnorm0_running_mean" in sb.collect_params().keys()
+    assert sb.collect_params()["convnet_batchnorm0_running_mean"].grad_req == "null"
+
+
+def test_export_and_imports_roundtrip(tmp_path):
+    net = _ConvNet(prefix="convnet_")
+    net.initialize()
+    x = mx.nd.array(np.random.RandomState(2).randn(2, 3, 8, 8).astype("float32"))
+    with pytest.raises(RuntimeError, match="hybridize"):
+        net.export(str(tmp_path / "m"))
+    net.hybridize()
+    y = net(x).asnumpy()
+    net.export(str(tmp_path / "m"), epoch=7)
+    assert os.path.exists(str(tmp_path / "m-symbol.json"))
+    keys = sorted(mx.nd.load(str(tmp_path / "m-0007.params")).keys())
+    assert "aux:convnet_batchnorm0_running_var" in keys and "arg:convnet_conv0_weight" in keys
+    sb = gluon.SymbolBlock.imports(str(tmp_path / "m-symbol.json"), "data", str(tmp_path / "m-0007.params"))
+    np.testing.assert_allclose(sb(x).asnumpy(), y, rtol=1e-5, atol=1e-6)
+    # gradients flow through a SymbolBlock
+    with mx.autograd.record():
+        out = sb(x)
+    out.backward()
+    assert sb.collect_params()["convnet_conv0_weight"].grad().abs().sum().asscalar() > 0
+
+
+def test_symbolblock_from_symbols():
+    data = mx.sym.var("data")
+    fc = mx.sym.FullyConnected(data, num_hidden=3, name="fc")
+    out = mx.sym.Activation(fc, act_type="relu")
+    blk = gluon.SymbolBlock(out, data)
+    blk.initialize()
+    y = blk(mx.nd.ones((2, 5)))
+    assert y.shape == (2, 3)
+    assert sorted(blk.collect_params().keys()) == ["fc_bias", "fc_weight"]
+    assert blk.collect_params()["fc_weight"].shape == (3, 5)
+
+
+def test_hybridized_rnn_and_reshape_batch():
+    lstm = nn.HybridSequential()
+    with lstm.name_scope():
+        lstm.add(gluon.rnn.LSTM(4, num_layers=2, bidirectional=True, layout="NTC"), nn.Dense(2, flatten=False))
+    lstm.initialize()
+    xs = mx.nd.array(np.random.RandomState(3).randn(2, 5, 3).astype("float32"))
+    y0 = lstm(xs).asnumpy()
+    lstm.hybridize()
+    np.testing.assert_allclose(lstm(xs).asnumpy(), y0, rtol=1e-5, atol=1e-6)
+    # another batch size through the same hybridized block
+    assert lstm(mx.nd.ones((3, 5, 3))).shape == (3, 5, 2)
+
+
+def test_hybridize_deferred_init_and_infer_shape():
+    net = nn.HybridSequential()
+    net.add(nn.Dense(3), nn.Dense(2))
+    net.initialize()
+    net.hybridize()
+    assert net(mx.nd.ones((4, 7))).shape == (4, 2)
+    assert net[0].weight.shape == (3, 7)
+
+    class Custom(gluon.HybridBlock):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            self.w = self.params.get("w", shape=(5, 0), allow_deferred_init=True)
+
+        def hybrid_forward(self, F, x, w):
+            return F.FullyConnected(x, w, no_bias=True, num_hidden=5)
+
+    c = Custom()
+    c.initialize()
+    assert c(mx.nd.ones((2, 6))).shape == (2, 5)  # imperative, through the graph's shape inference
+    assert c.w.shape == (5, 6)

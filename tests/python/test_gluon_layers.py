@@ -134,6 +134,45 @@ def test_layers_match_mxnet():
         np.testing.assert_allclose(ours[k], golden[k], rtol=2e-4, atol=2e-5, err_msg=k)
 
 
+def _forward_backward(mx, blk, x, train, head):
+    x = x.copy()
+    x.attach_grad()
+    with mx.autograd.record(train_mode=train):
+        y = blk(x)
+        loss = (y * head).sum()
+    loss.backward()
+    grads = {k: p.grad().asnumpy().copy() for k, p in blk.collect_params().items() if p.grad_req != "null"}
+    return y.asnumpy(), x.grad.asnumpy(), grads
+
+
+def test_hybridized_matches_imperative_every_layer():
+    import oxnet as mx
+
+    for name, make, shape, kind, train in layer_cases(mx):
+        if kind != "f":
+            continue
+        rng = np.random.RandomState(7)
+        x = mx.nd.array(rng.randn(*shape).astype("float32"))
+        blk = make()
+        blk.initialize()
+        y0 = blk(x)
+        head = mx.nd.array(rng.randn(*y0.shape).astype("float32"))
+        if isinstance(blk, mx.gluon.nn.BatchNorm) or "batchnorm" in name:
+            # the running statistics change with every training pass: compare from the same state
+            saved = {k: p.data().copy() for k, p in blk.collect_params().items()}
+        out0, dx0, g0 = _forward_backward(mx, blk, x, train, head)
+        if "batchnorm" in name:
+            for k, p in blk.collect_params().items():
+                p.set_data(saved[k])
+        blk.hybridize()
+        out1, dx1, g1 = _forward_backward(mx, blk, x, train, head)
+        assert blk._cached_op is not None, name
+        np.testing.assert_allclose(out1, out0, rtol=1e-5, atol=1e-6, err_msg=name)
+        np.testing.assert_allclose(dx1, dx0, rtol=1e-5, atol=1e-6, err_msg=name)
+        for k in g0:
+            np.testing.assert_allclose(g1[k], g0[k], rtol=1e-5, atol=1e-6, err_msg=name + " " + k)
+
+
 def test_selu_grad_numpy():
     import oxnet as mx
 

@@ -23,7 +23,7 @@ from ..ndarray import NDArray
 from .parameter import DeferredInitializationError, Parameter, ParameterDict
 from .utils import HookHandle, _brief_print_list, _indent
 
-__all__ = ["Block", "HybridBlock"]
+__all__ = ["Block", "HybridBlock", "SymbolBlock"]
 
 
 def _symbol_module():
@@ -735,7 +735,7 @@ class HybridBlock(Block):
                 if name in params:
                     params[name].data()
         except DeferredInitializationError:
-            self._deferred_infer_shape(*args)
+            self._infer_shapes_for_graph(*args)
             for name in input_names:
                 if name in params:
                     params[name]._finish_deferred_init()
@@ -750,6 +750,35 @@ class HybridBlock(Block):
                 self._cached_op_args.append((False, params[name]))
         flags = [("data_indices", data_indices), ("param_indices", param_indices)] + self._flags
         self._cached_op = ndarray.CachedOp(out, flags)
+
+    def _infer_shapes_for_graph(self, *args):
+        """Fill unknown Parameter shapes before the graph is built: by the
+        graph's shape inference, else by one imperative pass in predict mode
+        without recording (each layer then infers its own shapes)."""
+        try:
+            self.infer_shape(*args)
+        except Exception as sym_err:  # noqa: BLE001 (fall back, then report both)
+            try:
+                with autograd.pause(train_mode=False):
+                    self._forward_imperative(*args)
+            except Exception as e:  # noqa: BLE001
+                raise ValueError("Deferred initialization failed because shape cannot be inferred. {} ({})"
+                                 .format(sym_err, e)) from e
+
+    def _forward_imperative(self, x, *args):
+        saved = []
+
+        def off(b):
+            if isinstance(b, HybridBlock):
+                saved.append((b, b._active))
+                b._active = False
+
+        self.apply(off)
+        try:
+            return self.forward(x, *args)
+        finally:
+            for b, was in saved:
+                b._active = was
 
     def _call_cached_op(self, *args):
         if self._cached_op is None:
@@ -814,3 +843,144 @@ def _common_prefix(names):
             i += 1
         prefix = prefix[:i]
     return prefix
+
+
+class SymbolBlock(HybridBlock):
+    """A HybridBlock made from a Symbol: ``SymbolBlock(outputs, inputs,
+    params=None)`` where ``inputs`` are the variables fed by the call's
+    arguments; every other argument / auxiliary state of ``outputs`` becomes
+    a Parameter (named as in the graph). Runs the graph as a CachedOp."""
+
+    @staticmethod
+    def imports(symbol_file, input_names, param_file=None, ctx=None, allow_missing=False, ignore_extra=False):
+        """Load a model exported by ``HybridBlock.export`` (MXNet's or oxnet's):
+        ``symbol_file`` (``-symbol.json``), ``input_names`` (a name or list),
+        ``param_file`` (``.params``, optional), ``ctx``. Returns a SymbolBlock."""
+        symbol = _symbol_module()
+        sym = symbol.load(symbol_file)
+        if isinstance(input_names, str):
+            input_names = [input_names]
+        if param_file is None:
+            inputs = [symbol.var(i, dtype="float32") for i in input_names]
+        else:
+            inputs = [symbol.var(i) for i in input_names]
+        ret = SymbolBlock(sym, inputs)
+        if param_file is not None:
+            ret.collect_params().load(param_file, ctx, allow_missing, ignore_extra, cast_dtype=True,
+                                      dtype_source="saved")
+        return ret
+
+    def __repr__(self):
+        return "{name}(\n{block} : {i} -> {o}\n)".format(name=self.__class__.__name__, block=self._cached_graph[1],
+                                                         i=len(self._cached_graph[0]),
+                                                         o=len(self._cached_graph[1].list_outputs()))
+
+    def __init__(self, outputs, inputs, params=None):
+        super().__init__(prefix=None, params=None)
+        symbol = _symbol_module()
+        self._prefix = ""
+        self._params = ParameterDict("", params)
+        if _is_symbol(inputs) and len(inputs.list_outputs()) == 1:
+            inputs = [inputs]
+        if isinstance(outputs, (list, tuple)) and len(outputs) == 1:
+            outputs = outputs[0]
+        syms, self._in_format = _flatten(inputs, "input")
+        out, self._out_format = _flatten(outputs, "output")
+        input_names = set()
+        for i in syms:
+            if len(i.get_internals().list_outputs()) != 1:
+                raise AssertionError("Input symbols must be variable, but %s is an output of operators" % str(i))
+            input_names.add(i.name)
+        out = symbol.Group(out) if len(out) > 1 else out[0]
+        arg_params = out.list_arguments()
+        aux_params = out.list_auxiliary_states()
+        arg_types, aux_types = _infer_param_types(syms, out, arg_params, aux_params)
+        for i, arg in enumerate(arg_params):
+            if arg not in input_names:
+                self.params.get(arg, allow_deferred_init=True, dtype=arg_types[i])
+        for i, aux in enumerate(aux_params):
+            if aux not in input_names:
+                self.params.get(aux, grad_req="null", allow_deferred_init=True, dtype=aux_types[i])
+        self._cached_graph = syms, out
+        len_prefix = len(_common_prefix(list(self._params.keys())))
+        self._reg_params = {key[len_prefix:]: val for key, val in self._params.items()}
+        self._active = True
+
+    def forward(self, x, *args):
+        """Run the graph on NDArrays (or compose it with Symbols)."""
+        if isinstance(x, NDArray):
+            with x.context:
+                return self._call_cached_op(x, *args)
+        if not _is_symbol(x):
+            raise AssertionError("HybridBlock requires the first argument to forward be either Symbol or NDArray, "
+                                 "but got %s" % type(x))
+        flat, in_fmt = _flatten([x] + list(args), "input")
+        if in_fmt != self._in_format:
+            raise AssertionError("Invalid input format")
+        ret = copy.copy(self._cached_graph[1])
+        ret._compose(**{k.name: v for k, v in zip(self._cached_graph[0], flat)})
+        return _regroup(list(ret), self._out_format)
+
+    def _infer_param_shapes(self, *args):
+        self.infer_shape(*args)
+
+    def _infer_shapes_for_graph(self, *args):
+        try:
+            self.infer_shape(*args)
+        except Exception as e:  # noqa: BLE001
+            raise ValueError("Deferred initialization failed because shape cannot be inferred. {}".format(e)) from e
+
+    def _clear_cached_op(self):
+        tmp = self._cached_graph
+        super()._clear_cached_op()
+        self._cached_graph = tmp
+
+    def hybridize(self, active=True, **kwargs):
+        """A SymbolBlock always runs its graph; this only sets the flags."""
+        super().hybridize(True, **kwargs)
+
+    def cast(self, dtype):
+        """Cast Parameters (BatchNorm statistics stay float32 under float16)."""
+        self._clear_cached_op()
+        super().cast(dtype)
+        if np.dtype(dtype).name == "float16":
+            names = self._cached_graph[1].get_internals().list_inputs()
+            for node in names:
+                for stat, mean in (("running_var", "running_mean"), ("moving_var", "moving_mean")):
+                    if node.endswith(stat):
+                        prefix = node[: -len(stat)]
+                        sibs = [prefix + t for t in (mean, "gamma", "beta")]
+                        if all(p in names for p in sibs):
+                            for n in [node] + sibs:
+                                self.params.get(n).cast("float32")
+
+    def hybrid_forward(self, F, x, *args, **kwargs):
+        raise NotImplementedError
+
+    def reset_ctx(self, ctx):
+        """Move every Parameter to ``ctx``."""
+        for p in self.collect_params().values():
+            p.reset_ctx(ctx)
+
+
+def _infer_param_types(in_params, out_params, arg_params, aux_params, default_dtype="float32"):
+    """dtypes of the graph's arguments and auxiliary states (float32 where unknown)."""
+    arg_types = aux_types = None
+    try:
+        known = {}
+        for p in in_params:
+            t = p.infer_type()[0]
+            if not t:
+                known = None
+                break
+            known[p.name] = t[0]
+        if known is not None:
+            arg_types, _, aux_types = out_params.infer_type(**known)
+    except Exception:  # noqa: BLE001 (types stay unknown)
+        arg_types = aux_types = None
+    if arg_types is None or len(arg_types) != len(arg_params):
+        arg_types = [default_dtype] * len(arg_params)
+    if aux_types is None or len(aux_types) != len(aux_params):
+        aux_types = [default_dtype] * len(aux_params)
+    return [t if t is not None else default_dtype for t in arg_types], \
+        [t if t is not None else default_dtype for t in aux_types]

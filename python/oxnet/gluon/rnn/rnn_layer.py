@@ -142,6 +142,19 @@ class _RNNLayer(HybridBlock):
             states.append(func(name="%sh0_%d" % (self.prefix, i), **info))
         return states
 
+    def _symbolic_begin_state(self, inputs):
+        """Zero begin states for a traced graph, sized from ``inputs`` (so the
+        batch size is not baked into the graph): (L*D, N, H) zeros made by
+        broadcasting a zero (1, N, 1) slice of the input."""
+        from ... import symbol as F
+
+        step = F.slice_axis(inputs, axis=self._layout.find("T"), begin=0, end=1)
+        if self._layout == "NTC":
+            step = F.swapaxes(step, 0, 1)
+        zero = F.sum(F.zeros_like(step), axis=2, keepdims=True)
+        return [F.broadcast_to(zero, shape=(info["shape"][0], 0, info["shape"][2]))
+                for info in self.state_info(0)]
+
     def __call__(self, inputs, states=None, sequence_length=None, **kwargs):
         self.skip_states = states is None
         if states is None:
@@ -149,9 +162,7 @@ class _RNNLayer(HybridBlock):
                 batch_size = inputs.shape[self._layout.find("N")]
                 states = self.begin_state(batch_size, ctx=inputs.context, dtype=inputs.dtype)
             else:
-                from ... import symbol
-
-                states = self.begin_state(0, func=symbol.zeros)
+                states = self._symbolic_begin_state(inputs)
         if isinstance(states, tensor_types):
             states = [states]
         if self._use_sequence_length:
