@@ -7,3 +7,4 @@ from . import utils  # noqa: F401
 from . import loss  # noqa: F401
 from . import data  # noqa: F401
 from . import contrib  # noqa: F401
+from . import model_zoo  # noqa: F401

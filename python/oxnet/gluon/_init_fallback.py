@@ -124,3 +124,34 @@ def create(init, **kwargs):
     if isinstance(init, type) and issubclass(init, Initializer):
         return init(**kwargs)
     raise TypeError(f"init must be an Initializer or its name, got {type(init).__name__}")
+
+
+@_register("xavier")
+class Xavier(Initializer):
+    """Xavier/Glorot: scale = sqrt(magnitude / factor) with factor the average
+    ('avg'), fan-in ('in') or fan-out ('out'); uniform or gaussian."""
+
+    def __init__(self, rnd_type="uniform", factor_type="avg", magnitude=3):
+        super().__init__(rnd_type=rnd_type, factor_type=factor_type, magnitude=magnitude)
+        self.rnd_type = rnd_type
+        self.factor_type = factor_type
+        self.magnitude = float(magnitude)
+
+    def _init_weight(self, name, arr):
+        shape = arr.shape
+        if len(shape) < 2:
+            raise ValueError(f"Xavier initializer cannot be applied to vector {name}. It requires at least 2D.")
+        hw = 1.0
+        for d in shape[2:]:
+            hw *= d
+        fan_in, fan_out = shape[1] * hw, shape[0] * hw
+        factor = {"avg": (fan_in + fan_out) / 2.0, "in": fan_in, "out": fan_out}.get(self.factor_type)
+        if factor is None:
+            raise ValueError("Incorrect factor type")
+        scale = (self.magnitude / factor) ** 0.5
+        if self.rnd_type == "uniform":
+            ndarray.random.uniform(-scale, scale, shape=shape, dtype=arr.dtype, out=arr)
+        elif self.rnd_type == "gaussian":
+            ndarray.random.normal(0, scale, shape=shape, dtype=arr.dtype, out=arr)
+        else:
+            raise ValueError("Unknown random type")
