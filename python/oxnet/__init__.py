@@ -22,6 +22,11 @@ from .attribute import AttrScope  # noqa: E402
 from . import symbol  # noqa: E402
 from . import symbol as sym  # noqa: E402
 from . import executor  # noqa: E402
+from . import lr_scheduler, optimizer, registry, initializer  # noqa: E402
+from . import initializer as init  # noqa: E402
+from . import metric, model, callback  # noqa: E402
+from . import kvstore  # noqa: E402
+from . import kvstore as kv  # noqa: E402
 from . import gluon  # noqa: E402
 
 

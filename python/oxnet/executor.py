@@ -224,10 +224,15 @@ class Executor:
                 if n not in kwargs and not partial_shaping and not grads:
                     raise ValueError("reshape: shape of unspecified %s '%s' changed; set partial_shaping=True"
                                      % (what, n))
-                if _np.prod(s) > _np.prod(old.shape) and not allow_up_sizing:
-                    raise ValueError("reshape: '%s' would grow from %s to %s; set allow_up_sizing=True"
-                                     % (n, old.shape, tuple(s)))
-                out.append(zeros(s, ctx=self._ctx, dtype=old.dtype))
+                size = int(_np.prod(s))
+                if size > old.size:
+                    if not allow_up_sizing:
+                        raise ValueError("reshape: '%s' would grow from %s to %s; set allow_up_sizing=True"
+                                         % (n, old.shape, tuple(s)))
+                    out.append(zeros(s, ctx=self._ctx, dtype=old.dtype))
+                else:
+                    # a smaller array shares the old one's memory, as in MXNet
+                    out.append(old.reshape((old.size,))[:size].reshape(tuple(s)))
             return out
 
         arg_names = self._symbol.list_arguments()

@@ -52,6 +52,8 @@ pub struct Plan {
     pub memory: MemoryPlan,
     pub arg_names: Vec<String>,
     pub aux_names: Vec<String>,
+    /// Calls replaced at plan time (creation ops whose shape was deferred).
+    pub calls: HashMap<usize, Arc<crate::ops::registry::OpCall>>,
 }
 
 /// The arrays of one run: one per entry of the planned graph.
@@ -216,6 +218,15 @@ impl Plan {
                 }
             }
         }
+        let mut calls = HashMap::new();
+        for &i in &fwd_nodes {
+            let call = g.nodes[i].op.as_ref().expect("operator node");
+            if infer::deferred_shape(call) {
+                let mut attrs = call.attrs.clone();
+                attrs.set("shape", fmt_shape(&shapes[g.entry(i, 0)]));
+                calls.insert(i, Arc::new(registry::parse_call(call.def, attrs)?));
+            }
+        }
         let num_outputs = sym.outputs.len();
         let memory = MemoryPlan::new(&g, &fwd_nodes, &bwd_nodes, num_outputs, &shapes, &dtypes);
         Ok(Plan {
@@ -232,6 +243,7 @@ impl Plan {
             grad_out,
             grad_req: grad_req.to_vec(),
             memory,
+            calls,
         })
     }
 
@@ -302,7 +314,10 @@ impl Plan {
         let prev_rec = crate::autograd::set_recording(false);
         let res = (|| {
             for &i in nodes {
-                let call = g.nodes[i].op.clone().expect("operator node");
+                let call = match self.calls.get(&i) {
+                    Some(c) => c.clone(),
+                    None => g.nodes[i].op.clone().expect("operator node"),
+                };
                 let ins: Vec<NDArray> = g.inputs[i]
                     .iter()
                     .map(|&(s, k)| entry_array(st, g, s, k))

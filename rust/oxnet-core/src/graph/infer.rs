@@ -158,8 +158,28 @@ pub fn infer_shapes(g: &IndexedGraph, given: &[(usize, Shape)]) -> Result<Vec<Op
     }
     infer_entries(g, known, "shape", |i, ins, outs| {
         let call = g.nodes[i].op.as_ref().expect("operator node");
+        if deferred_shape(call) {
+            // learned from the consumers (MXNet 1.x: 0 means unknown)
+            return Ok(());
+        }
         (call.def.infer_shape)(call, ins, outs)
     })
+}
+
+/// An operator without inputs whose `shape` parameter has a 0 dimension:
+/// in a graph (as in MXNet 1.x symbols) the 0 means "unknown", and the
+/// shape is learned from the operators that read the output (Gluon's RNN
+/// layers make their begin states with `F.zeros(shape=(L, 0, H))`).
+pub fn deferred_shape(call: &crate::ops::registry::OpCall) -> bool {
+    call.def.n_inputs(call) == 0
+        && call
+            .attrs
+            .raw("shape")
+            .map(|s| {
+                let t = s.trim().trim_start_matches(['(', '[']).trim_end_matches([')', ']']);
+                t.split(',').any(|p| p.trim() == "0")
+            })
+            .unwrap_or(false)
 }
 
 /// Entry dtypes, given the dtypes of some variables (by node index).
