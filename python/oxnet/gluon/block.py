@@ -17,7 +17,7 @@ from collections import OrderedDict, defaultdict
 
 import numpy as np
 
-from .. import autograd, ndarray
+from .. import autograd, initializer, ndarray
 from ..base import MXNetError
 from ..ndarray import NDArray
 from .parameter import DeferredInitializationError, Parameter, ParameterDict
@@ -418,7 +418,7 @@ class Block:
         fn(self)
         return self
 
-    def initialize(self, init=None, ctx=None, verbose=False, force_reinit=False):
+    def initialize(self, init=initializer.Uniform(), ctx=None, verbose=False, force_reinit=False):
         """Initialize all Parameters (``collect_params().initialize``);
         ``init`` defaults to ``mx.init.Uniform()``."""
         self.collect_params().initialize(init, ctx, verbose, force_reinit)

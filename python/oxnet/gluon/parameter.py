@@ -12,7 +12,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .. import autograd, context, ndarray
+from .. import autograd, context, initializer, ndarray
 from ..base import MXNetError
 from ..context import Context, cpu
 from ..ndarray import NDArray
@@ -39,16 +39,10 @@ class DeferredInitializationError(MXNetError):
 
 
 def _init_module():
-    """``oxnet.initializer`` when present, else the small built-in set of
-    MXNet's default initializers."""
-    try:
-        from .. import initializer
+    """``oxnet.initializer`` (imported late: it imports ndarray helpers)."""
+    from .. import initializer
 
-        return initializer
-    except ImportError:
-        from . import _init_fallback
-
-        return _init_fallback
+    return initializer
 
 
 def _default_initializer():
@@ -294,7 +288,7 @@ class Parameter:
             return total / len(block)
         return block[0].copyto(cpu())
 
-    def initialize(self, init=None, ctx=None, default_init=None, force_reinit=False):
+    def initialize(self, init=None, ctx=None, default_init=initializer.Uniform(), force_reinit=False):
         """Create the data (and gradient) arrays on ``ctx`` (a Context or a list;
         default the current context). ``init`` overrides the parameter's own
         ``init``, which overrides ``default_init`` (default ``mx.init.Uniform()``).
@@ -582,7 +576,7 @@ class ParameterDict:
         for k, v in other.items():
             self._params[k] = v
 
-    def initialize(self, init=None, ctx=None, verbose=False, force_reinit=False):
+    def initialize(self, init=initializer.Uniform(), ctx=None, verbose=False, force_reinit=False):
         """Initialize every Parameter; ``init`` (default ``mx.init.Uniform()``)
         is used where a Parameter has no ``init`` of its own."""
         if init is None:

@@ -48,9 +48,9 @@ class PReLU(HybridBlock):
     def __init__(self, alpha_initializer=None, in_channels=1, **kwargs):
         super().__init__(**kwargs)
         if alpha_initializer is None:
-            from ..parameter import _init_module
+            from ... import initializer
 
-            alpha_initializer = _init_module().Constant(0.25)
+            alpha_initializer = initializer.Constant(0.25)
         with self.name_scope():
             self.alpha = self.params.get("alpha", shape=(in_channels,), init=alpha_initializer)
 
