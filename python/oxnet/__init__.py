@@ -17,6 +17,14 @@ from . import operator
 from . import profiler
 from . import test_utils
 from . import recordio, io, image  # noqa: E402
+from . import image as img
+from . import random as rnd
+from . import runtime, util, contrib
+from .util import is_np_shape, set_np_shape, np_shape, use_np_shape  # noqa: F401
+from .util import is_np_array, np_array, use_np_array, use_np  # noqa: F401
+from . import numpy, numpy_extension
+from . import numpy as np
+from . import numpy_extension as npx
 
 
 
@@ -33,6 +41,9 @@ import atexit as _atexit  # noqa: E402
 from . import _native  # noqa: E402
 
 _atexit.register(_wait_at_exit)
+
+#: "debug" or "release": the cargo profile of the loaded native extension.
+__build__ = _native.build_profile()
 
 __all__ = [
     "base", "context", "Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus", "engine",
