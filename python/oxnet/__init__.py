@@ -45,6 +45,45 @@ _atexit.register(_wait_at_exit)
 #: "debug" or "release": the cargo profile of the loaded native extension.
 __build__ = _native.build_profile()
 
+# MXNet namespaces oxnet does not have yet: a user gets an error saying so instead of a bare
+# AttributeError. Delete a name here when its module lands (tests/python/test_not_built_yet.py
+# checks that every name here raises and that no importable name is listed).
+_NOT_BUILT_YET = {
+    "gluon": "mx.gluon (Blocks, layers, Trainer, data, model zoo)",
+    "optimizer": "mx.optimizer (SGD, Adam, ... and Updater)",
+    "init": "mx.init (weight initializers)",
+    "initializer": "mx.initializer (weight initializers)",
+    "metric": "mx.metric (evaluation metrics)",
+    "lr_scheduler": "mx.lr_scheduler (learning-rate schedules)",
+    "kv": "mx.kv (key-value store)",
+    "kvstore": "mx.kvstore (key-value store)",
+    "mod": "mx.mod (the Module API)",
+    "module": "mx.module (the Module API)",
+    "model": "mx.model (FeedForward and checkpoint helpers)",
+    "callback": "mx.callback (training callbacks)",
+    "sym": "mx.sym (the symbolic API)",
+    "symbol": "mx.symbol (the symbolic API)",
+    "viz": "mx.viz (network visualization)",
+    "visualization": "mx.visualization (network visualization)",
+    "executor": "mx.executor (bound symbolic graphs)",
+    "name": "mx.name (symbol name managers)",
+    "attribute": "mx.attribute (symbol attribute scopes)",
+    "AttrScope": "mx.AttrScope (symbol attribute scopes)",
+}
+
+
+def __getattr__(name):
+    what = _NOT_BUILT_YET.get(name)
+    if what is None:
+        raise AttributeError(f"module 'oxnet' has no attribute {name!r}")
+    import importlib.util
+
+    if importlib.util.find_spec(f"{__name__}.{name}") is not None:  # landed but still listed
+        return importlib.import_module(f"{__name__}.{name}")
+    raise base.NotBuiltError(
+        f"{what} is not built in oxnet yet; see the README's list of what is not there yet")
+
+
 __all__ = [
     "base", "context", "Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus", "engine",
     "storage", "ndarray", "nd", "random", "MXNetError",
