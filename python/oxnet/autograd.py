@@ -13,10 +13,12 @@ gradients.
 from __future__ import annotations
 
 from . import _native
+from .ndarray import NDArray
 
+# NDArray too, as `from mxnet.autograd import *` gives it in MXNet (its scripts rely on that)
 __all__ = [
     "record", "pause", "train_mode", "predict_mode", "is_recording", "is_training", "set_recording",
-    "set_training", "mark_variables", "backward", "grad", "get_symbol", "Function",
+    "set_training", "mark_variables", "backward", "grad", "get_symbol", "Function", "NDArray",
 ]
 
 

@@ -2046,6 +2046,12 @@ pub static BROADCAST_LIKE: OpDef = OpDef {
         // As in MXNet, the axes apply only when both are given.
         let axes = match (p.ints("lhs_axes")?, p.ints("rhs_axes")?) {
             (Some(l), Some(r)) => {
+                if l.is_empty() || r.is_empty() {
+                    return Err(Error::Param(format!(
+                        "broadcast_like: an empty axes tuple is not allowed (lhs_axes {l:?}, \
+                         rhs_axes {r:?}); leave both out to broadcast to rhs's whole shape"
+                    )));
+                }
                 if l.len() != r.len() {
                     return Err(Error::Param(format!(
                         "broadcast_like: lhs_axes {l:?} and rhs_axes {r:?} must have the same length"
