@@ -210,7 +210,7 @@ impl SymbolHandle {
     /// (argument shapes, output shapes, auxiliary shapes), None where unknown.
     fn infer_shape(&self, known: HashMap<String, Vec<usize>>) -> PyResult<Inferred<Shape>> {
         let g = self.inner.indexed();
-        let v = infer::infer_shapes(&g, &given(&g, &known)?).py_err()?;
+        let v = infer::infer_shapes(&g, &given(&g, &known)?, true).py_err()?;
         Ok(split_inferred(&g, &v))
     }
 

@@ -19,6 +19,7 @@ pub mod gradient;
 pub mod indexed;
 pub mod infer;
 pub mod json;
+pub mod partial;
 
 pub use indexed::IndexedGraph;
 
