@@ -483,6 +483,12 @@ class Symbol:
 
         return optimize_for(self, backend, args, aux, ctx, **kwargs)
 
+    def get_backend_symbol(self, backend):
+        """The symbol partitioned by ``backend`` (``optimize_for`` without shapes)."""
+        from .subgraph import get_backend_symbol
+
+        return get_backend_symbol(self, backend)
+
 
 def _rename(h, name):
     """The head of a single-output symbol with another name."""

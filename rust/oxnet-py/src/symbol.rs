@@ -82,6 +82,18 @@ impl SymbolHandle {
         Ok(def.input_names(&call))
     }
 
+    /// A subgraph node (`_CachedOp`) running `inner` over `inputs`.
+    #[staticmethod]
+    fn subgraph(inner: &SymbolHandle, inputs: Vec<PyRef<'_, SymbolHandle>>, name: &str) -> PyResult<Self> {
+        let ins = inputs.iter().map(|s| s.inner.clone()).collect();
+        Symbol::subgraph(inner.inner.clone(), ins, name).py_err().map(handle)
+    }
+
+    /// The graph with every subgraph node replaced by its inner graph.
+    fn inline_subgraphs(&self) -> PyResult<Self> {
+        self.inner.inline_subgraphs().py_err().map(handle)
+    }
+
     #[staticmethod]
     fn group(parts: Vec<PyRef<'_, SymbolHandle>>) -> Self {
         let v: Vec<Symbol> = parts.iter().map(|p| p.inner.clone()).collect();

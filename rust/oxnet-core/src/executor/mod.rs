@@ -110,6 +110,8 @@ impl Plan {
         aux_types: &[DType],
         grad_req: &[GradReq],
     ) -> Result<Plan> {
+        let flat = sym.inline_subgraphs()?;
+        let sym = &flat;
         let fg = sym.indexed();
         let args = fg.arg_nodes();
         let auxs = fg.aux_nodes();

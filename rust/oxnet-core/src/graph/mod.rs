@@ -20,6 +20,7 @@ pub mod indexed;
 pub mod infer;
 pub mod json;
 pub mod partial;
+pub mod subgraph;
 
 pub use indexed::IndexedGraph;
 
