@@ -111,26 +111,23 @@ def _node_infos(sym, shapes, dtypes):
     js = json.loads(sym.tojson())
     nodes = js["nodes"]
     infos = []
-    per_node = {}
+    per_node = [None] * len(nodes)
     if shapes is not None:
         internals = sym.get_internals()
         try:
             _, out_shapes, _ = internals.infer_shape_partial(**shapes)
             _, out_types, _ = internals.infer_type_partial(**(dtypes or {}))
         except Exception:  # noqa: BLE001 - shapes are a hint for the selectors
-            out_shapes, out_types = None, None
+            out_shapes = None
         if out_shapes is not None:
-            for name, s, t in zip(internals.list_outputs(), out_shapes, out_types):
-                per_node.setdefault(name, (s, t))
+            p = 0
+            for i, n in enumerate(sym.handle.visible_output_counts()):
+                per_node[i] = (out_shapes[p:p + n], out_types[p:p + n])
+                p += n
     for i, n in enumerate(nodes):
-        visible = [n["name"]] if n["op"] == "null" else None
-        shapes_i = dtypes_i = None
-        if per_node:
-            keys = visible or [k for k in per_node if k == n["name"] + "_output" or k.startswith(n["name"] + "_")]
-            shapes_i = [per_node[k][0] for k in keys if k in per_node] or None
-            dtypes_i = [per_node[k][1] for k in keys if k in per_node] or None
+        sh, ty = per_node[i] if per_node[i] is not None else (None, None)
         infos.append(NodeInfo(i, n["name"], n["op"], dict(n.get("attrs", {})),
-                              [nodes[s]["name"] for s, _, _ in n["inputs"]], shapes_i, dtypes_i))
+                              [nodes[s]["name"] for s, _, _ in n["inputs"]], sh, ty))
     return js, infos
 
 

@@ -158,6 +158,12 @@ impl SymbolHandle {
         Ok(handle(Symbol { outputs: vec![e] }))
     }
 
+    /// Per node of the graph (in `tojson` order), how many outputs a user
+    /// sees (what `get_internals` lists for it).
+    fn visible_output_counts(&self) -> Vec<usize> {
+        self.inner.indexed().nodes.iter().map(|n| n.num_visible()).collect()
+    }
+
     fn get_internals(&self) -> Self {
         handle(self.inner.internals())
     }
