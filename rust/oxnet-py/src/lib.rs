@@ -16,6 +16,7 @@ mod ops;
 mod profiler;
 mod runtime;
 mod serialize;
+mod symbol;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -31,5 +32,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     profiler::register(m)?;
     io::register(m)?;
     data_iter::register(m)?;
+    symbol::register(m)?;
     Ok(())
 }

@@ -86,6 +86,20 @@ pub fn attr_str(v: &Bound<'_, PyAny>) -> PyResult<String> {
         });
     }
     let py = v.py();
+    // NumPy arrays (a shape given as np.array([2, 3])): their elements as a tuple; a 0-d array
+    // as its one value.
+    if v.hasattr("ndim")? && v.hasattr("tolist")? && !v.is_instance_of::<PyType>() {
+        if let Ok(ndim) = v.getattr("ndim")?.extract::<usize>() {
+            let list = v.call_method0("tolist")?;
+            return if ndim == 0 {
+                attr_str(&list)
+            } else {
+                attr_str(
+                    &PyTuple::new(py, list.try_iter()?.collect::<PyResult<Vec<_>>>()?)?.into_any(),
+                )
+            };
+        }
+    }
     // NumPy dtypes and scalar types.
     if v.is_instance_of::<PyType>() || v.hasattr("itemsize")? && v.hasattr("kind")? {
         let np = py.import("numpy")?;
