@@ -282,7 +282,8 @@ unary_fn!(Arcsinh, x => x.asinh());
 unary_fn!(Arccosh, x => x.acosh());
 unary_fn!(Arctanh, x => x.atanh());
 unary_fn!(Sigmoid, x => x.sigmoid_());
-unary_fn!(Relu, x => if x > 0.0 { x } else { 0.0 });
+// NaN stays NaN (MXNet's mshadow_op::relu, NumPy's maximum)
+unary_fn!(Relu, x => if x > 0.0 || x.is_nan() { x } else { 0.0 });
 unary_fn!(Softsign, x => x / (1.0 + x.abs()));
 unary_fn!(Sign, x => if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { 0.0 });
 unary_fn!(Floor, x => x.floor());
@@ -820,8 +821,8 @@ binary_fn!(Div, (a, b) => a / b, int: (a, b) => if b == 0 { 0 } else { a.wrappin
 binary_fn!(Mod, (a, b) => if b == 0.0 { 0.0 } else { let r = a % b; if r != 0.0 && ((r < 0.0) != (b < 0.0)) { r + b } else { r } },
     int: (a, b) => if b == 0 { 0 } else { a.rem_euclid(b) + if b < 0 && a.rem_euclid(b) != 0 { b } else { 0 } });
 binary_fn!(Power, (a, b) => a.powf(b), int: (a, b) => if b < 0 { if a == 1 { 1 } else if a == -1 { if b % 2 == 0 { 1 } else { -1 } } else { 0 } } else { a.wrapping_pow(b.min(u32::MAX as i64) as u32) });
-binary_fn!(Maximum, (a, b) => if a >= b { a } else { b }, int: (a, b) => a.max(b));
-binary_fn!(Minimum, (a, b) => if a <= b { a } else { b }, int: (a, b) => a.min(b));
+binary_fn!(Maximum, (a, b) => crate::ops::kernels::max_nan(a, b), int: (a, b) => a.max(b));
+binary_fn!(Minimum, (a, b) => crate::ops::kernels::min_nan(a, b), int: (a, b) => a.min(b));
 binary_fn!(Hypot, (a, b) => a.hypot(b), int: (a, b) => ((a as f64).hypot(b as f64)) as i64);
 binary_fn!(Equal, (a, b) => (a == b) as i32 as _, int: (a, b) => bool_i(a == b));
 binary_fn!(NotEqual, (a, b) => (a != b) as i32 as _, int: (a, b) => bool_i(a != b));
@@ -1774,15 +1775,16 @@ pub struct ClipParam {
 }
 
 fn clip_kernel(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> {
+    use crate::ops::kernels::clip_nan;
     let p = c.p::<ClipParam>();
     let (x, y) = (&i[0], &o[0]);
     match x.dtype {
         DType::F32 => {
             let (lo, hi) = (p.a_min as f32, p.a_max as f32);
-            map1(x.data::<f32>(), y.data_mut::<f32>(), |v| v.max(lo).min(hi))
+            map1(x.data::<f32>(), y.data_mut::<f32>(), |v| clip_nan(v, lo, hi))
         }
         d => dispatch_dtype!(d, T => {
-            map1(x.data::<T>(), y.data_mut::<T>(), |v| T::from_f64(v.to_f64().max(p.a_min).min(p.a_max)))
+            map1(x.data::<T>(), y.data_mut::<T>(), |v| T::from_f64(clip_nan(v.to_f64(), p.a_min, p.a_max)))
         }),
     }
     Ok(())
