@@ -27,6 +27,8 @@ from . import initializer as init  # noqa: E402
 from . import metric, model, callback  # noqa: E402
 from . import kvstore  # noqa: E402
 from . import kvstore as kv  # noqa: E402
+from . import visualization  # noqa: E402
+from . import visualization as viz  # noqa: E402
 
 
 
