@@ -169,3 +169,22 @@ def test_sequential_module_trains():
     assert dict(seq.score(it, "acc"))["accuracy"] > 0.85
     arg, _ = seq.get_params()
     assert sorted(arg) == ["a_bias", "a_weight", "b_bias", "b_weight"]
+
+
+def test_operator_created_inputs_get_mxnets_initializers():
+    # as MXNet 1.9.1's test_init: PReLU's slope starts at 0.25, BatchNorm's moving mean/var at 0/1
+    data = mx.sym.Variable("data")
+    mod = mx.mod.Module(mx.sym.LeakyReLU(data=data, act_type="prelu"), label_names=None)
+    mod.bind(data_shapes=[("data", (10, 10))])
+    mod.init_params()
+    assert (list(mod.get_params()[0].values())[0].asnumpy() == 0.25).all()
+    mod = mx.mod.Module(mx.sym.BatchNorm(data=data, name="bn"), label_names=None)
+    mod.bind(data_shapes=[("data", (10, 10, 3, 3))])
+    mod.init_params()
+    assert (mod.get_params()[1]["bn_moving_var"].asnumpy() == 1).all()
+    assert (mod.get_params()[1]["bn_moving_mean"].asnumpy() == 0).all()
+    gamma = mx.sym.Variable("gamma", init=mx.init.One())  # a variable's own init wins
+    mod = mx.mod.Module(mx.sym.LeakyReLU(data=data, gamma=gamma, act_type="prelu"), label_names=None)
+    mod.bind(data_shapes=[("data", (10, 10))])
+    mod.init_params()
+    assert (list(mod.get_params()[0].values())[0].asnumpy() == 1).all()

@@ -43,6 +43,36 @@ def _create_kvstore(kvstore, num_device, arg_params):
     return kv, update_on_kvstore
 
 
+# The initializers MXNet's operators attach (as ``__init__`` attributes) to the
+# inputs they create themselves: BatchNorm's moving statistics and PReLU's slope.
+_OP_INPUT_INITS = {
+    "BatchNorm": {3: '["zero", {}]', 4: '["one", {}]'},
+    "SyncBatchNorm": {3: '["zero", {}]', 4: '["one", {}]'},
+    "LeakyReLU": {1: '["constant", {"value": 0.25}]'},
+}
+
+
+def _init_attrs(symbol):
+    """``symbol.attr_dict()`` plus the ``__init__`` attributes of operator-created
+    variables (as MXNet's symbols carry them), unless the variable has its own."""
+    import json
+
+    attrs = {k: dict(v) for k, v in symbol.attr_dict().items()}
+    nodes = json.loads(symbol.tojson())["nodes"]
+    for node in nodes:
+        table = _OP_INPUT_INITS.get(node["op"])
+        if not table:
+            continue
+        if node["op"] == "LeakyReLU" and node.get("attrs", {}).get("act_type") != "prelu":
+            continue
+        for slot, init in table.items():
+            if slot < len(node["inputs"]):
+                src = nodes[node["inputs"][slot][0]]
+                if src["op"] == "null":
+                    attrs.setdefault(src["name"], {}).setdefault("__init__", init)
+    return attrs
+
+
 class Module(BaseModule):
     """A module over a Symbol (MXNet's ``mx.mod.Module``).
 
@@ -210,7 +240,7 @@ class Module(BaseModule):
             else:
                 initializer(name, arr)
 
-        attrs = self._symbol.attr_dict()
+        attrs = _init_attrs(self._symbol)
         for name, arr in sorted(self._arg_params.items()):
             _impl(InitDesc(name, attrs.get(name, None)), arr, arg_params)
         for name, arr in sorted(self._aux_params.items()):
