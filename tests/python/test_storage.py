@@ -92,3 +92,28 @@ def test_pool_cache_is_bounded_and_release_all_returns_memory_to_the_os():
     assert cached_after == 0
     assert after - base <= 150 * mib, out
 
+
+def _available_bytes():
+    fields = {}
+    with open("/proc/meminfo") as f:
+        for line in f:
+            k, v = line.split(":")
+            fields[k] = int(v.split()[0]) * 1024
+    return fields["MemAvailable"] + fields.get("SwapFree", 0)
+
+
+def test_an_array_larger_than_memory_raises_memory_error_at_the_call():
+    import pytest
+    n = _available_bytes() // 4 * 2  # float32 elements of twice what is left
+    for make in (lambda: mx.nd.zeros((n,)), lambda: mx.nd.ones((n // 4, 4)), lambda: mx.nd.empty((n,)),
+                 lambda: mx.nd.broadcast_to(mx.nd.ones((1, 1)), shape=(n, 1))):
+        with pytest.raises(MemoryError) as e:
+            make()
+        assert isinstance(e.value, mx.base.MXNetError)
+        assert "cannot allocate" in str(e.value) and "available" in str(e.value)
+    if _available_bytes() < 32 << 30:
+        # the case from the issue: 32 GiB of float32
+        with pytest.raises(mx.base.MXNetError, match=r"shape \(2147483648, 4\) float32"):
+            mx.nd.zeros((1 << 31, 4))
+    # the process goes on
+    assert mx.nd.ones((2, 2)).asnumpy().sum() == 4

@@ -120,6 +120,10 @@ impl NDArray {
                 "{ctx} is not available: this build of oxnet has no GPU backend (mx.context.num_gpus() == 0)"
             )));
         }
+        // the storage comes later, on a worker: refuse now what cannot fit
+        storage::check_fits(nbytes, &|| {
+            format!("an array of shape {} {}", fmt_shape(shape), dtype.name())
+        })?;
         Ok(NDArray {
             chunk: Arc::new(Chunk {
                 var: Var::new(),

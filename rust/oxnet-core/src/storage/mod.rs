@@ -112,6 +112,47 @@ pub fn physical_memory() -> usize {
     }
 }
 
+/// Memory a new allocation may still get, in bytes: the kernel's estimate
+/// of available physical memory plus free swap (`/proc/meminfo`), or
+/// `None` where that is unknown.
+pub fn available_memory() -> Option<usize> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let field = |name: &str| -> Option<usize> {
+        let line = text.lines().find(|l| l.starts_with(name))?;
+        let kb: usize = line[name.len()..].trim().trim_end_matches("kB").trim().parse().ok()?;
+        Some(kb * 1024)
+    };
+    Some(field("MemAvailable:")? + field("SwapFree:").unwrap_or(0))
+}
+
+/// Arrays of at least this many bytes are checked against the available
+/// memory when they are created.
+const CHECK_FIT_BYTES: usize = 256 << 20;
+
+/// Refuse, at once, an array of `nbytes` that cannot fit in the memory the
+/// machine has left (physical + swap): an out-of-memory error instead of a
+/// process killed later by the OOM killer while the kernel fills it.
+/// `what` describes the array for the message.
+pub fn check_fits(nbytes: usize, what: &dyn Fn() -> String) -> Result<()> {
+    if nbytes < CHECK_FIT_BYTES {
+        return Ok(());
+    }
+    let Some(avail) = available_memory() else {
+        return Ok(());
+    };
+    // the pool's cached blocks can be given back for it
+    let avail = avail + cpu_pool().cached.load(Ordering::Relaxed);
+    if nbytes > avail {
+        return Err(Error::OutOfMemory(format!(
+            "cannot allocate {} for {}: only {} of memory (physical + swap) is available",
+            fmt_bytes(nbytes),
+            what(),
+            fmt_bytes(avail)
+        )));
+    }
+    Ok(())
+}
+
 fn fmt_bytes(n: usize) -> String {
     if n >= 1 << 30 {
         format!("{:.1} GiB", n as f64 / (1u64 << 30) as f64)
