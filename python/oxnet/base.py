@@ -116,6 +116,11 @@ class DeviceError(MXNetError):
     """A device that is not available."""
 
 
+class OutOfMemoryError(MXNetError, MemoryError):
+    """Not enough memory (physical + swap) for an array, raised when the
+    array is created rather than by the OOM killer later."""
+
+
 class OperatorError(MXNetError):
     """A failure inside an operator's kernel."""
 
@@ -137,6 +142,7 @@ def _register_errors():
             "decode": DecodeError,
             "engine": EngineError,
             "device": DeviceError,
+            "memory": OutOfMemoryError,
             "op": OperatorError,
             "external": ExternalError,
         }

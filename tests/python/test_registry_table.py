@@ -534,6 +534,16 @@ TABLE["BatchNorm"].append(
     # Training: batch statistics, and the moving statistics updated in place.
     ref([_BN_X, _BN_G, _BN_B, _BN_MM, _BN_MV], _bn_train, {"fix_gamma": False, "momentum": 0.8}, wrt=[0, 1, 2],
         mutated={3: 1, 4: 2}, train=True, id="training"))
+# MXNet's contrib.SyncBatchNorm on one device (ndev=1): BatchNorm over axis 1
+TABLE["_contrib_SyncBatchNorm"] = [
+    ref([_BN_X, _BN_G, _BN_B, _BN_MM, _BN_MV],
+        lambda x, g, b, mm, mv, key: (x - mm.reshape(1, 2, 1)) / np.sqrt(mv.reshape(1, 2, 1) + 1e-3)
+        + b.reshape(1, 2, 1), {"key": "sync_bn0"}, wrt=[0, 2], grad=False, id="inference"),
+    ref([_BN_X, _BN_G, _BN_B, _BN_MM, _BN_MV],
+        lambda x, g, b, mm, mv, fix_gamma, momentum, ndev: _bn_train(x, g, b, mm, mv, fix_gamma, momentum),
+        {"fix_gamma": False, "momentum": 0.8, "ndev": 1}, wrt=[0, 1, 2], mutated={3: 1, 4: 2}, train=True,
+        id="training"),
+]
 TABLE["LayerNorm"] = [
     ref([U(2, 3, 4), U(4, lo=0.5, hi=1.5), U(4)], lambda x, g, b: _norm_axes(x, -1, 1e-5) * g + b),
     ref([U(2, 3, 4), U(3, lo=0.5, hi=1.5), U(3)], lambda x, g, b, axis, eps: _norm_axes(x, 1, 1e-3)
