@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod autograd;
+mod capi;
 mod dlpack;
 mod errors;
 mod io;
