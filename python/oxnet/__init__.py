@@ -17,6 +17,17 @@ from . import operator
 from . import profiler
 from . import test_utils
 from . import recordio, io, image  # noqa: E402
+from . import name, attribute  # noqa: E402
+from .attribute import AttrScope  # noqa: E402
+from . import symbol  # noqa: E402
+from . import symbol as sym  # noqa: E402
+from . import executor  # noqa: E402
+from . import lr_scheduler, optimizer, registry, initializer  # noqa: E402
+from . import initializer as init  # noqa: E402
+from . import metric, model, callback  # noqa: E402
+from . import kvstore  # noqa: E402
+from . import kvstore as kv  # noqa: E402
+from . import gluon  # noqa: E402
 from . import image as img
 from . import random as rnd
 from . import runtime, util, contrib
@@ -25,6 +36,8 @@ from .util import is_np_array, np_array, use_np_array, use_np  # noqa: F401
 from . import numpy, numpy_extension
 from . import numpy as np
 from . import numpy_extension as npx
+from . import visualization  # noqa: E402
+from . import visualization as viz  # noqa: E402
 
 
 
@@ -49,26 +62,8 @@ __build__ = _native.build_profile()
 # AttributeError. Delete a name here when its module lands (tests/python/test_not_built_yet.py
 # checks that every name here raises and that no importable name is listed).
 _NOT_BUILT_YET = {
-    "gluon": "mx.gluon (Blocks, layers, Trainer, data, model zoo)",
-    "optimizer": "mx.optimizer (SGD, Adam, ... and Updater)",
-    "init": "mx.init (weight initializers)",
-    "initializer": "mx.initializer (weight initializers)",
-    "metric": "mx.metric (evaluation metrics)",
-    "lr_scheduler": "mx.lr_scheduler (learning-rate schedules)",
-    "kv": "mx.kv (key-value store)",
-    "kvstore": "mx.kvstore (key-value store)",
     "mod": "mx.mod (the Module API)",
     "module": "mx.module (the Module API)",
-    "model": "mx.model (FeedForward and checkpoint helpers)",
-    "callback": "mx.callback (training callbacks)",
-    "sym": "mx.sym (the symbolic API)",
-    "symbol": "mx.symbol (the symbolic API)",
-    "viz": "mx.viz (network visualization)",
-    "visualization": "mx.visualization (network visualization)",
-    "executor": "mx.executor (bound symbolic graphs)",
-    "name": "mx.name (symbol name managers)",
-    "attribute": "mx.attribute (symbol attribute scopes)",
-    "AttrScope": "mx.AttrScope (symbol attribute scopes)",
 }
 
 

@@ -81,10 +81,26 @@ def empty(shape, ctx=None, dtype=None):
     return _native.empty(tuple(int(s) for s in shape), _np_dtype_for(dtype), ctx._pair())
 
 
+def _creation_kwargs(fname, kwargs):
+    """MXNet's creation functions accept ``name``, ``stype='default'`` and
+    symbol attributes (``__layout__``) and ignore them for arrays; ``out`` is kept."""
+    rest = {}
+    for k, v in kwargs.items():
+        if k == "name" or (k.startswith("__") and k.endswith("__")):
+            continue
+        if k == "stype":
+            if v not in (None, "default"):
+                raise ValueError(f"{fname}: stype '{v}' is not supported (dense arrays only)")
+            continue
+        rest[k] = v
+    return rest
+
+
 def zeros(shape, ctx=None, dtype=None, **kwargs):
     """An array of zeros of ``shape`` on ``ctx`` with ``dtype`` (float32)."""
     if isinstance(shape, integer_types):
         shape = (int(shape),)
+    kwargs = _creation_kwargs("zeros", kwargs)
     return imperative_invoke(
         "_zeros", [], {"shape": tuple(shape), "dtype": _np_dtype_for(dtype)}, ctx=ctx or current_context(), **kwargs
     )
@@ -94,6 +110,7 @@ def ones(shape, ctx=None, dtype=None, **kwargs):
     """An array of ones of ``shape`` on ``ctx`` with ``dtype`` (float32)."""
     if isinstance(shape, integer_types):
         shape = (int(shape),)
+    kwargs = _creation_kwargs("ones", kwargs)
     return imperative_invoke(
         "_ones", [], {"shape": tuple(shape), "dtype": _np_dtype_for(dtype)}, ctx=ctx or current_context(), **kwargs
     )

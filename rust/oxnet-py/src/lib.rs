@@ -8,6 +8,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod autograd;
 mod capi;
+mod data_iter;
 mod dlpack;
 mod errors;
 mod io;
@@ -16,6 +17,7 @@ mod ops;
 mod profiler;
 mod runtime;
 mod serialize;
+mod symbol;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -30,5 +32,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     serialize::register(m)?;
     profiler::register(m)?;
     io::register(m)?;
+    data_iter::register(m)?;
+    symbol::register(m)?;
     Ok(())
 }

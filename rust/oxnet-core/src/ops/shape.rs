@@ -811,7 +811,7 @@ fn concat_out(op: &str, shapes: &[&Shape], dim: i64) -> Result<(usize, Shape)> {
 
 pub static CONCAT: OpDef = OpDef {
     name: "Concat",
-    aliases: &["concat"],
+    aliases: &["concat", "_rnn_param_concat"],
     doc: "Join num_args arrays along dimension `dim` (default 1).",
     inputs: &["arg"],
     num_inputs: Some(|c| c.p::<ConcatParam>().num_args),
