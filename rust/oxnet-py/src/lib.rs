@@ -20,6 +20,7 @@ fn purge_mimalloc() {
 }
 
 mod autograd;
+mod capi;
 mod data_iter;
 mod dlpack;
 mod errors;
