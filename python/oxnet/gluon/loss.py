@@ -173,8 +173,13 @@ class CTCLoss(Loss):
             pred = F.swapaxes(pred, 0, 1)
         if self._batch_axis == 1:
             label = F.swapaxes(label, 0, 1)
-        loss = F.CTCLoss(pred, label, pred_lengths, label_lengths, use_data_lengths=pred_lengths is not None,
-                         use_label_lengths=label_lengths is not None, blank_label="last")
+        lengths = {}
+        if pred_lengths is not None:
+            lengths["data_lengths"] = pred_lengths
+        if label_lengths is not None:
+            lengths["label_lengths"] = label_lengths
+        loss = F.CTCLoss(pred, label, use_data_lengths=pred_lengths is not None,
+                         use_label_lengths=label_lengths is not None, blank_label="last", **lengths)
         return _apply_weighting(F, loss, self._weight, sample_weight)
 
 

@@ -354,6 +354,17 @@ class Parameter:
         for arr in self._data:
             arr[:] = data
 
+    def row_sparse_data(self, row_id):
+        """MXNet's copy of selected rows of a 'row_sparse' Parameter; oxnet has
+        no sparse storage (every Parameter is 'default')."""
+        raise MXNetError(f"Parameter.row_sparse_data ('{self.name}'): row_sparse Parameters are not implemented "
+                         "in oxnet; use data()")
+
+    def list_row_sparse_data(self, row_id):
+        """See :meth:`row_sparse_data` (not implemented: no sparse storage)."""
+        raise MXNetError(f"Parameter.list_row_sparse_data ('{self.name}'): row_sparse Parameters are not "
+                         "implemented in oxnet; use list_data()")
+
     def data(self, ctx=None):
         """The NDArray on ``ctx`` (default: the only context, or the current one)."""
         return self._check_and_get(self._data, ctx)

@@ -9,8 +9,8 @@ from .... import context, ndarray as nd
 from ...block import HybridBlock
 from ...nn import BatchNorm, HybridSequential, Sequential
 
-__all__ = ["Concurrent", "HybridConcurrent", "Identity", "SyncBatchNorm", "PixelShuffle1D", "PixelShuffle2D",
-           "PixelShuffle3D"]
+__all__ = ["Concurrent", "HybridConcurrent", "Identity", "SparseEmbedding", "SyncBatchNorm", "PixelShuffle1D",
+           "PixelShuffle2D", "PixelShuffle3D"]
 
 
 class Concurrent(Sequential):
@@ -46,6 +46,17 @@ class Identity(HybridBlock):
 
     def hybrid_forward(self, F, x):
         return x
+
+
+class SparseEmbedding:
+    """MXNet's Embedding with row_sparse weight and gradient. oxnet has no
+    sparse storage: constructing one raises MXNetError (use nn.Embedding)."""
+
+    def __init__(self, *args, **kwargs):
+        from ....base import MXNetError
+
+        raise MXNetError("SparseEmbedding: row_sparse storage is not implemented in oxnet; use "
+                         "gluon.nn.Embedding (dense gradients)")
 
 
 class SyncBatchNorm(BatchNorm):
