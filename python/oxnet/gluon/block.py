@@ -690,9 +690,21 @@ class HybridBlock(Block):
             raise ValueError("Deferred initialization failed because shape cannot be inferred. {}".format(e)) from e
 
     def infer_shape(self, *args):
-        """Infer the shapes of all Parameters from the input arrays ``args``
-        (through the symbolic graph of ``hybrid_forward``)."""
-        self._infer_attrs("infer_shape", "shape", *args)
+        """Infer the shapes of all Parameters from the input arrays ``args``:
+        built-in layers work them out from the input shapes directly; other
+        Blocks through the symbolic graph of ``hybrid_forward`` (or, where that
+        cannot tell, one forward pass in predict mode without recording)."""
+        if type(self)._infer_param_shapes is not HybridBlock._infer_param_shapes:
+            self._infer_param_shapes(*args)
+            return
+        try:
+            self._infer_attrs("infer_shape", "shape", *args)
+        except Exception as sym_err:  # noqa: BLE001 (fall back, then report both)
+            try:
+                with autograd.pause(train_mode=False):
+                    self._forward_imperative(*args)
+            except Exception as e:  # noqa: BLE001
+                raise ValueError("{} cannot infer its Parameter shapes: {} ({})".format(self.name, sym_err, e)) from e
 
     def infer_type(self, *args):
         """Infer the dtypes of all Parameters from the inputs."""
@@ -873,18 +885,11 @@ class HybridBlock(Block):
         self._build_cache(x, *args)
 
     def _infer_shapes_for_graph(self, *args):
-        """Fill unknown Parameter shapes before the graph is built: by the
-        graph's shape inference, else by one imperative pass in predict mode
-        without recording (each layer then infers its own shapes)."""
+        """Fill unknown Parameter shapes before the graph is built."""
         try:
             self.infer_shape(*args)
-        except Exception as sym_err:  # noqa: BLE001 (fall back, then report both)
-            try:
-                with autograd.pause(train_mode=False):
-                    self._forward_imperative(*args)
-            except Exception as e:  # noqa: BLE001
-                raise ValueError("Deferred initialization failed because shape cannot be inferred. {} ({})"
-                                 .format(sym_err, e)) from e
+        except Exception as e:  # noqa: BLE001
+            raise ValueError("Deferred initialization failed because shape cannot be inferred. {}".format(e)) from e
 
     def _forward_imperative(self, x, *args):
         saved = []
@@ -1047,11 +1052,11 @@ class SymbolBlock(HybridBlock):
         return _regroup(list(ret), self._out_format)
 
     def _infer_param_shapes(self, *args):
-        self.infer_shape(*args)
+        self._infer_attrs("infer_shape", "shape", *args)
 
     def _infer_shapes_for_graph(self, *args):
         try:
-            self.infer_shape(*args)
+            self._infer_attrs("infer_shape", "shape", *args)
         except Exception as e:  # noqa: BLE001
             raise ValueError("Deferred initialization failed because shape cannot be inferred. {}".format(e)) from e
 

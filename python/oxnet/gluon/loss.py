@@ -46,9 +46,6 @@ class Loss(HybridBlock):
         return "{name}(batch_axis={b}, w={w})".format(name=self.__class__.__name__, b=self._batch_axis,
                                                      w=self._weight)
 
-    def _infer_param_shapes(self, *args):
-        pass
-
     def hybrid_forward(self, F, x, *args, **kwargs):
         raise NotImplementedError
 

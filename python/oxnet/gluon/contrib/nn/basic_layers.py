@@ -41,9 +41,6 @@ class Identity(HybridBlock):
     def __init__(self, prefix=None, params=None):
         super().__init__(prefix=prefix, params=params)
 
-    def _infer_param_shapes(self, *args):
-        pass
-
     def hybrid_forward(self, F, x):
         return x
 
@@ -92,9 +89,6 @@ class PixelShuffle1D(HybridBlock):
         super().__init__()
         self._factor = int(factor)
 
-    def _infer_param_shapes(self, *args):
-        pass
-
     def hybrid_forward(self, F, x):
         f = self._factor
         x = F.reshape(x, (0, -4, -1, f, 0))
@@ -122,9 +116,6 @@ class PixelShuffle2D(HybridBlock):
         super().__init__()
         self._factors = _factors(factor, 2)
 
-    def _infer_param_shapes(self, *args):
-        pass
-
     def hybrid_forward(self, F, x):
         f1, f2 = self._factors
         x = F.reshape(x, (0, -4, -1, f1 * f2, 0, 0))
@@ -142,9 +133,6 @@ class PixelShuffle3D(HybridBlock):
     def __init__(self, factor):
         super().__init__()
         self._factors = _factors(factor, 3)
-
-    def _infer_param_shapes(self, *args):
-        pass
 
     def hybrid_forward(self, F, x):
         f1, f2, f3 = self._factors
