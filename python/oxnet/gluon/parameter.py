@@ -104,7 +104,7 @@ class Parameter:
         self.init = init
         for what, st in (("stype", stype), ("grad_stype", grad_stype)):
             if st not in ("default", "row_sparse", "csr"):
-                raise ValueError(
+                raise AssertionError(
                     f"{what} for Parameter '{name}' must be one of 'default', 'row_sparse', or 'csr', but got '{st}'"
                 )
             if st != "default":
@@ -166,6 +166,7 @@ class Parameter:
 
     @property
     def stype(self):
+        """Storage type: always 'default' (dense) in oxnet."""
         return self._stype
 
     def _set_trainer(self, trainer):
@@ -495,12 +496,15 @@ class ParameterDict:
         return key in self._params
 
     def items(self):
+        """(name, Parameter) pairs in insertion order."""
         return self._params.items()
 
     def keys(self):
+        """Parameter names in insertion order."""
         return self._params.keys()
 
     def values(self):
+        """Parameters in insertion order."""
         return self._params.values()
 
     @property

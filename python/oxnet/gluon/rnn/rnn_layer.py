@@ -127,6 +127,7 @@ class _RNNLayer(HybridBlock):
         return stack
 
     def cast(self, dtype):
+        """Cast Parameters and the begin states' dtype to ``dtype``."""
         super().cast(dtype)
         self._dtype = dtype
 
