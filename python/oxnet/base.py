@@ -5,6 +5,8 @@ the matching builtin so ``except ValueError`` works as users expect.
 """
 from __future__ import annotations
 
+import os as _os
+
 import numpy as _np
 
 __version__ = "0.1.0"
@@ -12,11 +14,74 @@ __version__ = "0.1.0"
 integer_types = (int, _np.integer)
 numeric_types = (float, int, _np.generic)
 string_types = (str,)
-py_str = str
+#: MXNet's default real type (float32).
+mx_real_t = _np.float32
+
+
+def py_str(x):
+    """Decode bytes from the core as UTF-8 (MXNet's ``py_str``); a str is returned unchanged."""
+    return x.decode("utf-8") if isinstance(x, (bytes, bytearray)) else x
+
+
+def _as_list(obj):
+    """Return ``obj`` if it is a list or tuple, else ``[obj]`` (MXNet's helper)."""
+    if isinstance(obj, (list, tuple)):
+        return obj
+    return [obj]
+
+
+def data_dir_default():
+    """Default folder for downloaded data and models: ``%APPDATA%/mxnet`` on Windows,
+    ``~/.mxnet`` elsewhere (the same place MXNet uses, so downloads are shared)."""
+    import platform
+
+    if platform.system() == "Windows":
+        return _os.path.join(_os.environ.get("APPDATA", ""), "mxnet")
+    return _os.path.join(_os.path.expanduser("~"), ".mxnet")
+
+
+def data_dir():
+    """Folder for downloaded data and models: ``$MXNET_HOME`` if set, else :func:`data_dir_default`."""
+    return _os.getenv("MXNET_HOME", data_dir_default())
+
+
+class _NullType:
+    """Marker for "argument not given" where ``None`` is a meaningful value (MXNet's ``_Null``)."""
+
+    def __repr__(self):
+        return "_Null"
+
+
+_Null = _NullType()
 
 
 class MXNetError(RuntimeError):
     """Base class of every error oxnet raises (MXNet's name)."""
+
+
+class NotImplementedForSymbol(MXNetError):
+    """A function that exists for NDArray but not for Symbol.
+
+    ``NotImplementedForSymbol(function, alias, *args)``: ``function`` is the Python function,
+    ``alias`` the operator's name (or None), ``args`` the arguments given (their types are shown)."""
+
+    def __init__(self, function, alias, *args):
+        super().__init__()
+        self.function = getattr(function, "__name__", str(function))
+        self.alias = alias
+        self.args = [str(type(a)) for a in args]
+
+    def __str__(self):
+        msg = "Function {}".format(self.function)
+        if self.alias:
+            msg += ' (namely operator "{}")'.format(self.alias)
+        if self.args:
+            msg += " with arguments ({})".format(", ".join(self.args))
+        return msg + " is not implemented for Symbol and only available in NDArray."
+
+
+class NotBuiltError(MXNetError, NotImplementedError):
+    """A part of MXNet's API that oxnet does not have (yet); the message names it."""
 
 
 class ShapeError(MXNetError, ValueError):

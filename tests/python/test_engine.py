@@ -114,7 +114,56 @@ def test_mxnet_engine_variable_accepted():
     assert out.stdout.strip() == "NaiveEngine"
 
 
-def test_fork_child_gets_fresh_engine():
+_FORK_SCRIPT = """
+import os, signal, sys
+import numpy as np
+import oxnet as mx
+
+def work():
+    # large enough for the kernel pool (and a parallel GEMM)
+    x = mx.nd.ones((4000000,)) * 3
+    x.wait_to_read()
+    d = mx.nd.dot(mx.nd.ones((300, 300)), mx.nd.ones((300, 300)))
+    return bool((x.asnumpy() == 3).all()) and float(d.asnumpy()[7, 9]) == 300.0
+
+assert work()
+pid = os.fork()
+if pid == 0:
+    signal.alarm(30)  # a hung child dies instead of hanging the suite
+    try:
+        ok = work()
+    except BaseException:
+        os._exit(4)
+    os._exit(0 if ok else 3)
+_, status = os.waitpid(pid, 0)
+if os.WIFSIGNALED(status):
+    sys.exit("child killed by signal %d (hung in its first kernel?)" % os.WTERMSIG(status))
+if os.WEXITSTATUS(status) != 0:
+    sys.exit("child failed with status %d" % os.WEXITSTATUS(status))
+assert work()  # the parent's pools still work
+"""
+
+
+@pytest.mark.parametrize(
+    "env",
+    [{}, {"MXNET_ENGINE_TYPE": "NaiveEngine"},
+     {"MXNET_ENGINE_TYPE": "NaiveEngine", "RAYON_NUM_THREADS": "1"},
+     {"OXNET_CPU_WORKER_NTHREADS": "1", "RAYON_NUM_THREADS": "1"}],
+    ids=["threaded", "naive", "naive-1-thread", "threaded-1-thread"],
+)
+def test_fork_child_gets_fresh_engine_and_pools(env):
+    """After the parent ran kernels on the kernel pool, a forked child runs
+    its own (fresh engine, fresh pools) instead of hanging."""
+    if not hasattr(os, "fork"):
+        pytest.skip("no fork")
+    full = dict(os.environ, **env)
+    r = subprocess.run([sys.executable, "-c", _FORK_SCRIPT], capture_output=True,
+                       text=True, timeout=120, env=full)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_fork_in_process():
+    """The same in this (pytest) process, with small arrays."""
     if not hasattr(os, "fork"):
         pytest.skip("no fork")
     a = mx.nd.ones((100, 100))
@@ -122,12 +171,14 @@ def test_fork_child_gets_fresh_engine():
     pid = os.fork()
     if pid == 0:  # child
         try:
+            import signal
+            signal.alarm(30)
             c = (b + 1).asnumpy()
             os._exit(0 if c.sum() == 30000 else 3)
         except BaseException:  # noqa: BLE001
             os._exit(4)
     _, status = os.waitpid(pid, 0)
-    assert os.WEXITSTATUS(status) == 0
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     assert (b + 1).asnumpy().sum() == 30000
 
 

@@ -482,3 +482,50 @@ def test_imageiter_pad_rows_beyond_the_data_are_zero():
     del garbage
     it.reset()
     assert not list(it)[0].data[0].asnumpy()[6:].any()
+
+
+_FORK_ITER_SCRIPT = """
+import os, signal, sys
+import numpy as np
+import oxnet as mx
+rec, idx = sys.argv[1], sys.argv[2]
+def make():
+    return mx.io.ImageRecordIter(path_imgrec=rec, path_imgidx=idx, data_shape=(3, 24, 32),
+                                 batch_size=2, label_width=2, preprocess_threads=2, prefetch_buffer=1)
+ref = make()
+want = [b.data[0].asnumpy() for b in ref]
+it = make()
+first = it.next().data[0].asnumpy()
+assert np.array_equal(first, want[0])
+pid = os.fork()
+if pid == 0:
+    signal.alarm(30)  # a hung child dies instead of hanging the suite
+    try:
+        rest = [b.data[0].asnumpy() for b in it]  # resumes after the first batch
+        ok = len(rest) == len(want) - 1 and all(np.array_equal(a, b) for a, b in zip(rest, want[1:]))
+        it.reset()
+        ok = ok and np.array_equal(it.next().data[0].asnumpy(), want[0])
+        fresh = make()  # a new iterator in the child works too
+        ok = ok and np.array_equal(fresh.next().data[0].asnumpy(), want[0])
+    except BaseException as e:
+        print(repr(e), file=sys.stderr)
+        os._exit(4)
+    os._exit(0 if ok else 3)
+_, status = os.waitpid(pid, 0)
+if os.WIFSIGNALED(status):
+    sys.exit("child killed by signal %d (hung?)" % os.WTERMSIG(status))
+if os.WEXITSTATUS(status):
+    sys.exit("child failed: %d" % os.WEXITSTATUS(status))
+rest = [b.data[0].asnumpy() for b in it]  # the parent's iterator is untouched
+assert len(rest) == len(want) - 1
+"""
+
+
+def test_imagerecorditer_survives_fork():
+    """A child forked while an ImageRecordIter runs gets fresh decode threads
+    and resumes the epoch where the parent stood."""
+    if not hasattr(os, "fork"):
+        pytest.skip("no fork")
+    r = subprocess.run([sys.executable, "-c", _FORK_ITER_SCRIPT, REC, IDX], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]

@@ -381,3 +381,86 @@ def test_cached_op_forward_and_autograd():
     assert y3.shape == (2, 4)
     with pytest.raises(mx.MXNetError, match="expected 5 inputs"):
         op(ins[0])
+
+
+def _chain(F, x):
+    y = x
+    for i in range(10):
+        y = [lambda t: t * 1.01, lambda t: t + 0.5, F.tanh, lambda t: F.exp(t * -0.1), lambda t: 0.2 - t][i % 5](y)
+    return y
+
+
+def test_pointwise_fusion_gives_the_same_bits(monkeypatch):
+    y = _chain(mx.sym, mx.sym.var("x"))
+    xv = np.random.RandomState(0).randn(100003).astype(np.float32)
+    ex = y.simple_bind(mx.cpu(), x=xv.shape, grad_req="null")
+    assert "Total 1 operator nodes" in ex.debug_str()
+    fused = ex.forward(x=xv)[0].asnumpy()
+    monkeypatch.setenv("MXNET_USE_FUSION", "0")
+    ex0 = y.simple_bind(mx.cpu(), x=xv.shape, grad_req="null")
+    assert "Total 12 operator nodes" in ex0.debug_str()
+    plain = ex0.forward(x=xv)[0].asnumpy()
+    imperative = _chain(mx.nd, mx.nd.array(xv)).asnumpy()
+    assert np.array_equal(fused, plain) and np.array_equal(fused, imperative)
+
+
+def test_fusion_keeps_values_read_elsewhere():
+    # the intermediate `a` is an output and is read twice: it is not fused away
+    x = mx.sym.var("x")
+    a = mx.sym.exp(x * 2)
+    b = mx.sym.sqrt(a + 1) * 3
+    c = mx.sym.Group([b, a, mx.sym.sum(a)])
+    xv = np.linspace(-1, 1, 7).astype(np.float32)
+    outs = [o.asnumpy() for o in c.eval(x=mx.nd.array(xv))]
+    ea = np.exp(xv * np.float32(2))
+    np.testing.assert_allclose(outs[1], ea, rtol=1e-6)
+    np.testing.assert_allclose(outs[0], np.sqrt(ea + 1) * 3, rtol=1e-6)
+    np.testing.assert_allclose(outs[2], [ea.sum()], rtol=1e-5)
+    # float64 and broadcasting operators are left to their own kernels
+    d = mx.sym.var("d")
+    e = mx.sym.broadcast_add(mx.sym.exp(d) * 2, mx.sym.var("r"))
+    res = e.eval(d=mx.nd.ones((2, 3), dtype="float64"), r=mx.nd.ones((1, 3), dtype="float64"))[0]
+    np.testing.assert_allclose(res.asnumpy(), np.full((2, 3), 2 * np.e + 1))
+
+
+def test_autograd_get_symbol_replays_the_recording():
+    x = mx.nd.array(np.arange(6, dtype=np.float32).reshape(2, 3))
+    w = mx.nd.ones((4, 3))
+    x.attach_grad()
+    w.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.relu(mx.nd.FullyConnected(x, w, no_bias=True, num_hidden=4)) * 2 + 1
+    s = mx.autograd.get_symbol(y)
+    assert s.list_arguments() == ["var0", "var1"]
+    np.testing.assert_allclose(s.eval(var0=x, var1=w)[0].asnumpy(), y.asnumpy())
+    with pytest.raises(mx.MXNetError, match="record"):
+        mx.autograd.get_symbol(mx.nd.ones((2,)))
+
+
+def test_partial_shapes_complete_each_other():
+    # MXNet 1.x: a 0 dimension is unknown; the known parts meet in the graph
+    a = mx.sym.var("a", shape=(0, 10))
+    b = mx.sym.var("b", shape=(12, 0))
+    assert (a + b).infer_shape()[0] == [(12, 10), (12, 10)]
+    fc = mx.sym.FullyConnected(a, num_hidden=21, name="fc")
+    d = fc + mx.sym.var("c", shape=(5, 0))
+    assert d.infer_shape()[0] == [(5, 10), (21, 10), (21,), (5, 21)]
+    x = mx.sym.var("x", shape=(0, 10, 0, 0))
+    conv = mx.sym.Convolution(x, num_filter=21, kernel=(3, 3), pad=(1, 1))
+    assert (conv + mx.sym.var("y", shape=(5, 21, 32, 32))).infer_shape()[0][0] == (5, 10, 32, 32)
+    cat = mx.sym.Concat(mx.sym.var("p", shape=(0, 10)), mx.sym.var("q", shape=(0, 5)), dim=1)
+    assert (mx.sym.var("r", shape=(2, 0)) + cat).infer_shape()[0] == [(2, 15), (2, 10), (2, 5)]
+    sl = mx.sym.SliceChannel(mx.sym.var("s", shape=(0, 15, 0)), num_outputs=3)
+    assert (sl[1] + mx.sym.var("t", shape=(3, 5, 2))).infer_shape()[0][0] == (3, 15, 2)
+    u, v = mx.sym.var("u"), mx.sym.var("v")
+    assert mx.sym.dot(u, v).infer_shape_partial(u=(0, 3, 4), v=(4, 5))[1] == [(0, 3, 5)]
+    assert mx.sym.batch_dot(u, v).infer_shape_partial(u=(0, 3, 4), v=(0, 0, 5))[1] == [()]
+    assert mx.sym.transpose(u, axes=(0, 3, 2, 1)).infer_shape_partial(u=(0, 3, 7, 9))[1] == [(0, 9, 7, 3)]
+    # still partial: infer_shape says it does not know
+    with pytest.warns(UserWarning):
+        assert mx.sym.exp(mx.sym.var("w", shape=(0, 3))).infer_shape() == (None, None, None)
+    with pytest.raises(mx.MXNetError):
+        (mx.sym.var("e", shape=(0, 10)) + mx.sym.var("f", shape=(3, 11))).infer_shape()
+    # a bound array with a 0 dimension is empty, not unknown
+    ex = mx.sym.exp(mx.sym.var("z")).bind(mx.cpu(), {"z": mx.nd.zeros((0, 3))})
+    assert ex.forward()[0].shape == (0, 3)

@@ -7,14 +7,121 @@
 //! than half of this crate's LLVM IR and of its build time. The wrappers
 //! below are thin generic shims over `par_for`; one dynamic call per task
 //! costs nothing next to a task's work.
+//!
+//! The kernel pool is oxnet's own rayon pool, never rayon's global one:
+//! a process forked after the pool started has none of its threads, and
+//! rayon's global registry cannot be replaced, so a child calling into it
+//! would wait forever. After a fork the child drops (leaks) the old pool and
+//! starts a fresh one on first use; [`fork_generation`] tells other owners
+//! of threads (the image decode pools) that theirs are gone too.
+use parking_lot::Mutex;
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+
+static POOL: AtomicPtr<rayon::ThreadPool> = AtomicPtr::new(std::ptr::null_mut());
+static POOL_INIT: Mutex<()> = Mutex::new(());
+static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// The kernel pool (created on first use; `RAYON_NUM_THREADS` sets its
+/// size, else one thread per core).
+pub fn pool() -> &'static rayon::ThreadPool {
+    let p = POOL.load(Ordering::Acquire);
+    if !p.is_null() {
+        // SAFETY: pools are leaked, never freed, so the pointer stays valid.
+        return unsafe { &*p };
+    }
+    let _g = POOL_INIT.lock();
+    let p = POOL.load(Ordering::Acquire);
+    if !p.is_null() {
+        // SAFETY: as above.
+        return unsafe { &*p };
+    }
+    install_fork_handler();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .thread_name(|i| format!("oxnet-kernel-{i}"))
+        .build()
+        .or_else(|_| rayon::ThreadPoolBuilder::new().num_threads(1).build())
+        .expect("oxnet: cannot start even one kernel thread");
+    let p = Box::into_raw(Box::new(pool));
+    POOL.store(p, Ordering::Release);
+    // SAFETY: just leaked; never freed.
+    unsafe { &*p }
+}
+
+/// How many times this process's ancestry forked since the pools started
+/// (0 in the original process). A thread pool created under another
+/// generation has no threads in this process.
+/// The first call installs the fork handler that counts.
+pub fn fork_generation() -> u64 {
+    install_fork_handler();
+    FORK_GENERATION.load(Ordering::Acquire)
+}
+
+fn install_fork_handler() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    // SAFETY: the handler only stores atomics and unlocks a mutex the
+    // (now single) child thread may have inherited locked.
+    ONCE.call_once(|| unsafe {
+        libc::pthread_atfork(None, None, Some(after_fork_child));
+    });
+}
+
+extern "C" fn after_fork_child() {
+    // The pool's threads did not survive the fork: forget (leak) the pool;
+    // the next kernel starts a fresh one. Never drop it: its threads' locks
+    // may have been held at the fork.
+    POOL.store(std::ptr::null_mut(), Ordering::Release);
+    FORK_GENERATION.fetch_add(1, Ordering::AcqRel);
+    if POOL_INIT.is_locked() {
+        // SAFETY: the thread that held it does not exist in the child.
+        unsafe { POOL_INIT.force_unlock() };
+    }
+}
+
+/// Threads available to a kernel running now: the current pool's size on a
+/// pool thread (a kernel run inside another pool, e.g. a test's one-thread
+/// pool, uses that pool), else the kernel pool's.
+pub fn num_threads() -> usize {
+    if rayon::current_thread_index().is_some() {
+        rayon::current_num_threads()
+    } else {
+        pool().current_num_threads()
+    }
+}
+
+/// Run `f` with rayon's parallel calls going to the kernel pool: directly
+/// on a pool thread, else on a kernel-pool thread while the caller waits.
+pub fn install<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    if rayon::current_thread_index().is_some() {
+        f()
+    } else {
+        pool().install(f)
+    }
+}
+
+struct AssertSend<F>(F);
+// SAFETY: see `install_raw`.
+unsafe impl<F> Send for AssertSend<F> {}
+
+/// [`install`] for a closure that captures raw pointers (a GEMM's operands).
+/// # Safety
+/// The caller waits for `f` (install returns after it), so what the
+/// pointers address outlives the call; `f` must touch it only as the
+/// caller's own contract allows (disjoint writes, no aliasing).
+pub(crate) unsafe fn install_raw(f: impl FnOnce()) {
+    let job = AssertSend(f);
+    install(move || {
+        let job = job;
+        (job.0)()
+    })
+}
 
 /// Call `f(i)` for every `i` in `0..n`, in parallel when `n > 1`.
 pub fn par_for(n: usize, f: &(dyn Fn(usize) + Sync)) {
     match n {
         0 => {}
         1 => f(0),
-        _ => (0..n).into_par_iter().for_each(f),
+        _ => install(|| (0..n).into_par_iter().for_each(f)),
     }
 }
 
@@ -23,10 +130,10 @@ pub fn par_for(n: usize, f: &(dyn Fn(usize) + Sync)) {
 /// from inside the pool, which is much cheaper than injecting each fork
 /// from an engine worker and sleeping until it is done.
 pub fn on_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
-    if rayon::current_thread_index().is_some() || rayon::current_num_threads() <= 1 {
+    if rayon::current_thread_index().is_some() || num_threads() <= 1 {
         return f();
     }
-    rayon::scope(|_| f())
+    pool().install(f)
 }
 
 /// A pointer that may cross threads; users guarantee disjoint access.
@@ -104,7 +211,7 @@ pub fn par_map<R: Send>(n: usize, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
 /// `f(i, state)` for `i` in `0..n`, split into one contiguous range per
 /// pool thread, each with its own `init()` state (scratch buffers).
 pub fn par_for_init<S>(n: usize, init: impl Fn() -> S + Sync, f: impl Fn(usize, &mut S) + Sync) {
-    let groups = rayon::current_num_threads().min(n).max(1);
+    let groups = num_threads().min(n).max(1);
     let per = n.div_ceil(groups);
     par_for(groups, &|g| {
         let mut s = init();
@@ -117,6 +224,42 @@ pub fn par_for_init<S>(n: usize, init: impl Fn() -> S + Sync, f: impl Fn(usize, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The sum of 0..n computed on the kernel pool.
+    fn pool_sum(n: usize) -> u64 {
+        let parts = par_map(64, |c| {
+            (c * n / 64..(c + 1) * n / 64)
+                .map(|i| i as u64)
+                .sum::<u64>()
+        });
+        parts.into_iter().sum()
+    }
+
+    #[test]
+    fn forked_child_gets_a_fresh_kernel_pool() {
+        let n = 1 << 20;
+        let want = (n as u64 - 1) * n as u64 / 2;
+        assert_eq!(pool_sum(n), want); // the pool runs in the parent
+        let gen = fork_generation();
+        // SAFETY: the child only runs kernels and exits with _exit.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            // SAFETY: plain libc calls in the child; alarm kills a hung child.
+            unsafe { libc::alarm(20) };
+            let ok = pool_sum(n) == want && fork_generation() == gen + 1;
+            unsafe { libc::_exit(if ok { 0 } else { 3 }) };
+        }
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "child hung or failed (status {status:#x})"
+        );
+        assert_eq!(pool_sum(n), want);
+        assert_eq!(fork_generation(), gen);
+    }
 
     #[test]
     fn chunks_cover_everything_once() {

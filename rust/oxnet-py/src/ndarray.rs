@@ -170,6 +170,12 @@ impl NDArray {
         wrap(py, self.inner.reshape_view(&shape).py_err()?)
     }
 
+    /// Make this Python object refer to `other`'s array (MXNet's `__setstate__` replaces the
+    /// handle of an existing NDArray).
+    fn _assign_from(&mut self, other: PyRef<'_, NDArray>) {
+        self.inner = other.inner.clone();
+    }
+
     fn _same_memory(&self, other: PyRef<'_, NDArray>) -> bool {
         self.inner.same_chunk(&other.inner)
     }

@@ -17,7 +17,7 @@ pub struct SymbolHandle {
     pub inner: Symbol,
 }
 
-fn handle(inner: Symbol) -> SymbolHandle {
+pub fn handle(inner: Symbol) -> SymbolHandle {
     SymbolHandle { inner }
 }
 
@@ -80,6 +80,18 @@ impl SymbolHandle {
         let (params, _) = split_attrs(&attrs);
         let call = oxnet_core::ops::registry::parse_call(def, params).py_err()?;
         Ok(def.input_names(&call))
+    }
+
+    /// A subgraph node (`_CachedOp`) running `inner` over `inputs`.
+    #[staticmethod]
+    fn subgraph(inner: &SymbolHandle, inputs: Vec<PyRef<'_, SymbolHandle>>, name: &str) -> PyResult<Self> {
+        let ins = inputs.iter().map(|s| s.inner.clone()).collect();
+        Symbol::subgraph(inner.inner.clone(), ins, name).py_err().map(handle)
+    }
+
+    /// The graph with every subgraph node replaced by its inner graph.
+    fn inline_subgraphs(&self) -> PyResult<Self> {
+        self.inner.inline_subgraphs().py_err().map(handle)
     }
 
     #[staticmethod]
@@ -210,7 +222,7 @@ impl SymbolHandle {
     /// (argument shapes, output shapes, auxiliary shapes), None where unknown.
     fn infer_shape(&self, known: HashMap<String, Vec<usize>>) -> PyResult<Inferred<Shape>> {
         let g = self.inner.indexed();
-        let v = infer::infer_shapes(&g, &given(&g, &known)?).py_err()?;
+        let v = infer::infer_shapes(&g, &given(&g, &known)?, true).py_err()?;
         Ok(split_inferred(&g, &v))
     }
 
@@ -330,7 +342,15 @@ impl CachedOpHandle {
     }
 }
 
+/// The recorded computation behind `heads` as a graph.
+#[pyfunction]
+fn autograd_symbol(heads: Vec<PyRef<'_, NDArray>>) -> PyResult<SymbolHandle> {
+    let hs = cores(&heads);
+    oxnet_core::autograd::to_symbol(&hs).py_err().map(handle)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(autograd_symbol, m)?)?;
     m.add_class::<SymbolHandle>()?;
     m.add_class::<GraphExecutor>()?;
     m.add_class::<CachedOpHandle>()?;

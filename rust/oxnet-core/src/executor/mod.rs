@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 mod cached;
+mod fuse;
 mod plan_memory;
 pub use cached::CachedOp;
 pub use plan_memory::MemoryPlan;
@@ -52,8 +53,11 @@ pub struct Plan {
     pub memory: MemoryPlan,
     pub arg_names: Vec<String>,
     pub aux_names: Vec<String>,
-    /// Calls replaced at plan time (creation ops whose shape was deferred).
+    /// Calls replaced at plan time (creation ops whose shape was deferred,
+    /// fused nodes).
     pub calls: HashMap<usize, Arc<crate::ops::registry::OpCall>>,
+    /// Per node, the entries it reads (a fused node reads its tree's inputs).
+    pub node_inputs: Vec<Vec<(usize, usize)>>,
 }
 
 /// The arrays of one run: one per entry of the planned graph.
@@ -106,6 +110,8 @@ impl Plan {
         aux_types: &[DType],
         grad_req: &[GradReq],
     ) -> Result<Plan> {
+        let flat = sym.inline_subgraphs()?;
+        let sym = &flat;
         let fg = sym.indexed();
         let args = fg.arg_nodes();
         let auxs = fg.aux_nodes();
@@ -170,7 +176,7 @@ impl Plan {
             .chain(auxs.iter().zip(aux_types))
             .map(|(&n, t)| (n, *t))
             .collect();
-        let fs = known_or_err(&infer::infer_shapes(&fg, &given_s)?, &fg, "shape")?;
+        let fs = known_or_err(&infer::infer_shapes(&fg, &given_s, false)?, &fg, "shape")?;
         let ft = known_or_err(&infer::infer_types(&fg, &given_t)?, &fg, "dtype")?;
         let mut gs: Vec<(usize, Shape)> = Vec::new();
         let mut gt: Vec<(usize, DType)> = Vec::new();
@@ -187,7 +193,7 @@ impl Plan {
             gs.push((j, s));
             gt.push((j, t));
         }
-        let shapes = known_or_err(&infer::infer_shapes(&g, &gs)?, &g, "shape")?;
+        let shapes = known_or_err(&infer::infer_shapes(&g, &gs, false)?, &g, "shape")?;
         let dtypes = known_or_err(&infer::infer_types(&g, &gt)?, &g, "dtype")?;
         let fwd_set: std::collections::HashSet<usize> =
             fg.nodes.iter().filter_map(|n| find(n)).collect();
@@ -227,8 +233,17 @@ impl Plan {
                 calls.insert(i, Arc::new(registry::parse_call(call.def, attrs)?));
             }
         }
+        let mut node_inputs = g.inputs.clone();
+        if bwd_nodes.is_empty() && fuse::enabled() {
+            let f = fuse::fuse(&g, &fwd_nodes, &shapes, &dtypes);
+            fwd_nodes.retain(|i| !f.removed.contains(i));
+            for (root, (call, ins)) in f.roots {
+                calls.insert(root, call);
+                node_inputs[root] = ins;
+            }
+        }
         let num_outputs = sym.outputs.len();
-        let memory = MemoryPlan::new(&g, &fwd_nodes, &bwd_nodes, num_outputs, &shapes, &dtypes);
+        let memory = MemoryPlan::new(&g, &node_inputs, &fwd_nodes, &bwd_nodes, &shapes, &dtypes);
         Ok(Plan {
             arg_names: args.iter().map(|&a| fg.nodes[a].name.clone()).collect(),
             aux_names: auxs.iter().map(|&a| fg.nodes[a].name.clone()).collect(),
@@ -244,6 +259,7 @@ impl Plan {
             grad_req: grad_req.to_vec(),
             memory,
             calls,
+            node_inputs,
         })
     }
 
@@ -318,7 +334,7 @@ impl Plan {
                     Some(c) => c.clone(),
                     None => g.nodes[i].op.clone().expect("operator node"),
                 };
-                let ins: Vec<NDArray> = g.inputs[i]
+                let ins: Vec<NDArray> = self.node_inputs[i]
                     .iter()
                     .map(|&(s, k)| entry_array(st, g, s, k))
                     .collect::<Result<_>>()?;

@@ -26,9 +26,9 @@ pub struct MemoryPlan {
 impl MemoryPlan {
     pub fn new(
         g: &IndexedGraph,
+        node_inputs: &[Vec<(usize, usize)>],
         fwd_nodes: &[usize],
         bwd_nodes: &[usize],
-        num_outputs: usize,
         shapes: &[Shape],
         dtypes: &[DType],
     ) -> MemoryPlan {
@@ -40,14 +40,13 @@ impl MemoryPlan {
                 owned[g.entry(n, k)] = true;
             }
         }
-        let _ = num_outputs;
         // last position reading each entry
         let mut last_use = vec![0usize; n_ent];
         for (p, &i) in order.iter().enumerate() {
             for k in 0..g.nodes[i].num_outputs() {
                 last_use[g.entry(i, k)] = p;
             }
-            for &(s, k) in &g.inputs[i] {
+            for &(s, k) in &node_inputs[i] {
                 let e = g.entry(s, k);
                 last_use[e] = last_use[e].max(p);
             }

@@ -290,6 +290,10 @@ pub struct Pipeline {
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<()>>,
     plan_carry: Vec<usize>,
+    /// `par::fork_generation()` when the threads started.
+    generation: u64,
+    /// Batches of this epoch handed out so far.
+    delivered: usize,
 }
 
 impl Pipeline {
@@ -342,16 +346,7 @@ impl Pipeline {
             ));
         }
         Interp::from_mxnet(aug.inter_method, (2, 2), (1, 1), Some(&mut Rng::seeded(0)))?;
-        let threads = cfg.num_threads.max(1);
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("oxnet-decode-{i}"))
-            .build()
-            .map_err(|e| {
-                Error::Engine(format!(
-                    "ImageRecordIter: cannot start {threads} decode threads: {e}"
-                ))
-            })?;
+        let pool = decode_pool(cfg.num_threads)?;
         let file = match &source {
             RecordSource::RecordIO { path, .. } => {
                 let f = File::open(path).map_err(|e| {
@@ -382,9 +377,50 @@ impl Pipeline {
             stop: Arc::new(AtomicBool::new(false)),
             handle: None,
             plan_carry: Vec::new(),
+            generation: crate::par::fork_generation(),
+            delivered: 0,
         };
-        p.start();
+        p.start(0);
         Ok(p)
+    }
+
+    /// In a child forked since the pipeline started, its producer and
+    /// decode threads are gone: leak them (never join or drop what a vanished
+    /// thread may hold), start a fresh decode pool and resume the epoch at
+    /// the batch after the last one delivered.
+    fn revive_after_fork(&mut self) -> Result<()> {
+        if self.generation == crate::par::fork_generation() {
+            return Ok(());
+        }
+        self.renew_threads()?;
+        self.start(self.delivered);
+        Ok(())
+    }
+
+    /// After a fork: leak the vanished threads' handle, queue and pool, and
+    /// make a fresh decode pool.
+    fn renew_threads(&mut self) -> Result<()> {
+        std::mem::forget(self.handle.take());
+        std::mem::forget(self.rx.take());
+        let old = &self.shared;
+        let file = match &old.file {
+            Some((f, len)) => Some((
+                f.try_clone()
+                    .map_err(|e| Error::Io(format!("ImageRecordIter: after fork: {e}")))?,
+                *len,
+            )),
+            None => None,
+        };
+        let fresh = Arc::new(Shared {
+            source: old.source.clone(),
+            aug: old.aug.clone(),
+            cfg: old.cfg.clone(),
+            pool: decode_pool(old.cfg.num_threads)?,
+            file,
+        });
+        std::mem::forget(std::mem::replace(&mut self.shared, fresh));
+        self.generation = crate::par::fork_generation();
+        Ok(())
     }
 
     /// Records this part sees per epoch (before batching).
@@ -453,8 +489,11 @@ impl Pipeline {
         (batches, carry)
     }
 
-    fn start(&mut self) {
-        let (batches, carry) = self.plan();
+    /// Start producing this epoch's batches from batch `skip` on.
+    fn start(&mut self, skip: usize) {
+        let (mut batches, carry) = self.plan();
+        batches.drain(..skip.min(batches.len()));
+        self.delivered = skip;
         self.plan_carry = carry;
         let (tx, rx) = bounded(self.shared.cfg.prefetch.max(1));
         self.rx = Some(rx);
@@ -488,12 +527,16 @@ impl Pipeline {
 
     /// The next batch of this epoch (blocks), or `None` when it is over.
     pub fn next_batch(&mut self) -> Result<Option<Batch>> {
+        self.revive_after_fork()?;
         let rx = match &self.rx {
             Some(rx) => rx,
             None => return Ok(None),
         };
         match rx.recv() {
-            Ok(Ok(b)) => Ok(Some(b)),
+            Ok(Ok(b)) => {
+                self.delivered += 1;
+                Ok(Some(b))
+            }
             Ok(Err(e)) => Err(e),
             Err(_) => {
                 if let Some(h) = self.handle.take() {
@@ -510,17 +553,47 @@ impl Pipeline {
 
     /// Start the next epoch (reshuffled; roll-over records go first).
     pub fn reset(&mut self) {
-        self.stop_producer();
+        if self.generation != crate::par::fork_generation() {
+            // forked since: the threads are gone, nothing to stop
+            if let Err(e) = self.renew_threads() {
+                let (tx, rx) = bounded(1);
+                let _ = tx.send(Err(e));
+                self.rx = Some(rx);
+                return;
+            }
+        } else {
+            self.stop_producer();
+        }
         self.carry = std::mem::take(&mut self.plan_carry);
         self.epoch += 1;
-        self.start();
+        self.start(0);
     }
 }
 
 impl Drop for Pipeline {
     fn drop(&mut self) {
+        if self.generation != crate::par::fork_generation() {
+            // forked since: the threads are gone (see revive_after_fork)
+            std::mem::forget(self.handle.take());
+            std::mem::forget(self.rx.take());
+            return;
+        }
         self.stop_producer();
     }
+}
+
+/// A pipeline's decode pool of `threads` threads (at least one).
+fn decode_pool(threads: usize) -> Result<rayon::ThreadPool> {
+    let threads = threads.max(1);
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("oxnet-decode-{i}"))
+        .build()
+        .map_err(|e| {
+            Error::Engine(format!(
+                "ImageRecordIter: cannot start {threads} decode threads: {e}"
+            ))
+        })
 }
 
 fn produce(

@@ -331,6 +331,7 @@ macro_rules! unary_op {
             doc: $doc,
             cpu: Some(unary_kernel::<$S>),
             grad: $grad,
+            pointwise: Some(super::fused::Pointwise::Unary(super::fused::unary_block::<$S>)),
             ..OpDef::BASE
         };
     };
@@ -1092,6 +1093,7 @@ macro_rules! binary_op {
             infer_shape: $infer,
             cpu: Some(binary_kernel::<$S>),
             grad: Some(binary_grad),
+            pointwise: Some(super::fused::Pointwise::Binary(super::fused::binary_block::<$S>)),
             ..OpDef::BASE
         };
     };
@@ -1534,6 +1536,7 @@ macro_rules! scalar_op {
             parse: parse_scalar,
             cpu: Some(scalar_kernel::<$S, $rev>),
             grad: $grad,
+            pointwise: Some(super::fused::Pointwise::Scalar(super::fused::scalar_block::<$S, $rev>, sg)),
             ..OpDef::BASE
         };
     };
@@ -2043,6 +2046,12 @@ pub static BROADCAST_LIKE: OpDef = OpDef {
         // As in MXNet, the axes apply only when both are given.
         let axes = match (p.ints("lhs_axes")?, p.ints("rhs_axes")?) {
             (Some(l), Some(r)) => {
+                if l.is_empty() || r.is_empty() {
+                    return Err(Error::Param(format!(
+                        "broadcast_like: an empty axes tuple is not allowed (lhs_axes {l:?}, \
+                         rhs_axes {r:?}); leave both out to broadcast to rhs's whole shape"
+                    )));
+                }
                 if l.len() != r.len() {
                     return Err(Error::Param(format!(
                         "broadcast_like: lhs_axes {l:?} and rhs_axes {r:?} must have the same length"

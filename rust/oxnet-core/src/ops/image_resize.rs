@@ -416,7 +416,7 @@ fn separable<S: Sync, R: Copy + Default + Send, D: Send>(
         return;
     }
     let ky = yt.k;
-    let band = oh.div_ceil(2 * rayon::current_num_threads()).max(1);
+    let band = oh.div_ceil(2 * crate::par::num_threads()).max(1);
     crate::par::par_chunks_mut(dst, band * rw, |bi, out| {
         // filtered rows kept: (source row, values)
         let mut kept: Vec<(usize, Vec<R>)> = Vec::new();

@@ -992,7 +992,7 @@ where
         };
         let total: usize = ins.iter().map(|v| v.len()).sum();
         let results: Vec<Result<Vec<Vec<f64>>>> =
-            if batch > 1 && total >= PAR_ELEMS && rayon::current_num_threads() > 1 {
+            if batch > 1 && total >= PAR_ELEMS && crate::par::num_threads() > 1 {
                 crate::par::par_map(batch, one)
             } else {
                 (0..batch).map(one).collect()

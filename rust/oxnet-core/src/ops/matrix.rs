@@ -138,27 +138,36 @@ unsafe fn crate_gemm<T: 'static + Copy + crate::base::dtype::Elem>(
     par: Parallelism,
 ) {
     let (one, zero) = (T::from_f64(1.0), T::from_f64(0.0));
-    gemm::gemm(
-        m,
-        n,
-        k,
-        dst,
-        1,
-        n as isize,
-        accumulate,
-        a,
-        a_cs,
-        a_rs,
-        b,
-        b_cs,
-        b_rs,
-        if accumulate { one } else { zero },
-        one,
-        false,
-        false,
-        false,
-        par,
-    );
+    let run = move || {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst,
+            1,
+            n as isize,
+            accumulate,
+            a,
+            a_cs,
+            a_rs,
+            b,
+            b_cs,
+            b_rs,
+            if accumulate { one } else { zero },
+            one,
+            false,
+            false,
+            false,
+            par,
+        );
+    };
+    match par {
+        Parallelism::None => run(),
+        // SAFETY: install waits for the product; the caller's guarantees on
+        // the pointers hold for that time. The kernel pool, never rayon's
+        // global one (see crate::par).
+        _ => crate::par::install_raw(run),
+    }
 }
 
 /// One product `dst (m x n) = op(a) . op(b)` with `a` stored (m, k) or
@@ -184,7 +193,7 @@ unsafe fn gemm_one<T: 'static + Copy + crate::base::dtype::Elem>(
     if m.min(n).min(k) >= 256 && crate::ops::sgemm::runs_for::<T>() {
         let threads = match par {
             Parallelism::None => 1,
-            _ => rayon::current_num_threads(),
+            _ => crate::par::num_threads(),
         };
         let ((a_rs, a_cs), (b_rs, b_cs)) = st;
         // SAFETY: T is f32; the caller guarantees the matrices as above.
@@ -239,7 +248,7 @@ pub(crate) fn gemm_into<T: crate::base::dtype::Elem>(
     // Products with few rows and a short side (RNN steps: batch x 4H x H)
     // stay on one thread in the gemm crate: split the rows of dst over the
     // rayon threads instead, each part a single-threaded product.
-    let threads = rayon::current_num_threads();
+    let threads = crate::par::num_threads();
     if threads > 1 && m >= 16 && m * n * k >= 1 << 20 && m.min(n).min(k) < 256 {
         struct P<T>(*const T, *const T, *mut T);
         // SAFETY: the parts write disjoint rows of dst and only read a and b.
@@ -302,7 +311,7 @@ pub(crate) fn gemm_into<T: crate::base::dtype::Elem>(
 }
 
 fn parallelism(flops: usize) -> Parallelism {
-    if flops < PAR_FLOPS || rayon::current_num_threads() <= 1 {
+    if flops < PAR_FLOPS || crate::par::num_threads() <= 1 {
         Parallelism::None
     } else {
         Parallelism::Rayon(0)
@@ -348,7 +357,7 @@ pub(crate) fn batched<T: crate::base::dtype::Elem>(
     if batch > 1
         && per < 4 * PAR_FLOPS
         && per * batch >= PAR_FLOPS
-        && rayon::current_num_threads() > 1
+        && crate::par::num_threads() > 1
     {
         crate::par::par_chunks_mut(dst, sd, |i, d| run(i, d, Parallelism::None));
     } else {
@@ -1112,7 +1121,7 @@ mod tests {
             "dot {n}x{n} f32: {:.3} ms, {:.1} GFLOP/s ({} rayon threads)",
             s * 1e3,
             gf,
-            rayon::current_num_threads()
+            crate::par::num_threads()
         );
     }
 }

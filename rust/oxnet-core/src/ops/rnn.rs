@@ -551,7 +551,7 @@ impl<'a, F: Num> StepB<'a, F> {
             StepB::Plain { k, n, .. } => (*k, *n),
         };
         if m * n * k >= 1 << 18 {
-            rayon::current_num_threads().min(m).max(1)
+            crate::par::num_threads().min(m).max(1)
         } else {
             1
         }

@@ -792,7 +792,9 @@ pub unsafe fn sgemm_b(
         return;
     }
     let per = tiles.div_ceil(parts) * unit;
-    rayon::scope(|s| {
+    // on the kernel pool (never rayon's global one: see crate::par)
+    crate::par::install(|| {
+        rayon::scope(|s| {
         let mut start = 0;
         while start < len {
             let cnt = per.min(len - start);
@@ -820,6 +822,7 @@ pub unsafe fn sgemm_b(
             });
             start += cnt;
         }
+        })
     });
 }
 

@@ -1883,6 +1883,16 @@ fn diag_geom(s: &[usize], p: &DiagParam) -> Result<(usize, usize, usize, usize)>
     }
     let st = strides(s);
     let (n1, n2) = (s[a1] as i64, s[a2] as i64);
+    // MXNet: k from -n1 to n2 (the ends give an empty diagonal); beyond, no diagonal exists.
+    if p.k > n2 || p.k < -n1 {
+        return Err(Error::Param(format!(
+            "diag: diagonal k={} does not exist for axes ({a1}, {a2}) of shape {} (k must be in \
+             [{}, {n2}])",
+            p.k,
+            fmt_shape(s),
+            -n1
+        )));
+    }
     let (len, start) = if p.k >= 0 {
         ((n1.min(n2 - p.k)).max(0), p.k as usize * st[a2])
     } else {

@@ -68,31 +68,40 @@ pub(super) unsafe fn mm<T: GemmT>(
         }
         return;
     }
-    gemm::gemm(
-        m,
-        n,
-        k,
-        dst,
-        dcs,
-        drs,
-        acc,
-        lhs,
-        lcs,
-        lrs,
-        rhs,
-        rcs,
-        rrs,
-        T::from_f64(1.0),
-        T::from_f64(1.0),
-        false,
-        false,
-        false,
-        par,
-    );
+    let run = move || {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst,
+            dcs,
+            drs,
+            acc,
+            lhs,
+            lcs,
+            lrs,
+            rhs,
+            rcs,
+            rrs,
+            T::from_f64(1.0),
+            T::from_f64(1.0),
+            false,
+            false,
+            false,
+            par,
+        );
+    };
+    match par {
+        Parallelism::None => run(),
+        // SAFETY: install waits for the product; the caller's guarantees on
+        // the pointers hold for that time. The kernel pool, never rayon's
+        // global one (see crate::par).
+        _ => crate::par::install_raw(run),
+    }
 }
 
 fn inner_par(flops: usize, outer_parallel: bool) -> Parallelism {
-    if outer_parallel || flops < 48 * 48 * 48 || rayon::current_num_threads() <= 1 {
+    if outer_parallel || flops < 48 * 48 * 48 || crate::par::num_threads() <= 1 {
         Parallelism::None
     } else {
         Parallelism::Rayon(0)
@@ -921,7 +930,7 @@ fn gemm_threads(outer: bool) -> usize {
     if outer {
         1
     } else {
-        rayon::current_num_threads()
+        crate::par::num_threads()
     }
 }
 
@@ -988,7 +997,7 @@ fn for_images<S: Send>(
     init: impl Fn() -> S + Sync + Send,
     f: impl Fn(usize, &mut S, bool) + Sync + Send,
 ) {
-    if n > 1 && rayon::current_num_threads() > 1 {
+    if n > 1 && crate::par::num_threads() > 1 {
         par_for_init(n, init, |i, s| f(i, s, true));
     } else {
         let mut s = init();
@@ -1211,7 +1220,7 @@ pub fn conv_bwd_weight<T: GemmT>(g: &Geo, x: &[T], dy: &[T], dw: &mut [T]) {
     let (xsz, ysz) = (g.xsz(), g.ysz());
     let wsz = g.cout * cin_g * kk;
     let zero = T::from_f64(0.0);
-    let outer = g.n > 1 && rayon::current_num_threads() > 1;
+    let outer = g.n > 1 && crate::par::num_threads() > 1;
     let par = inner_par(g.flops(), outer);
     let gathered = g.gathered::<T>();
     #[cfg(target_arch = "x86_64")]
@@ -1309,7 +1318,7 @@ pub fn conv_bwd_weight<T: GemmT>(g: &Geo, x: &[T], dy: &[T], dw: &mut [T]) {
         }
     };
     if outer {
-        let chunks = rayon::current_num_threads().min(g.n);
+        let chunks = crate::par::num_threads().min(g.n);
         let per = g.n.div_ceil(chunks);
         let parts: Vec<Vec<T>> = par_map(chunks, |c| {
             let mut acc = vec![zero; wsz];

@@ -498,7 +498,7 @@ wide_dispatch!(transform_grad, transform_grad_avx2, transform_grad_impl,
 /// Work items (blocks) and whether they run in parallel (each GEMM then
 /// single-threaded) or one after another (each GEMM on every thread).
 fn schedule(t: &Tiling) -> (usize, bool) {
-    let threads = rayon::current_num_threads();
+    let threads = crate::par::num_threads();
     (t.blocks, t.blocks >= threads && threads > 1)
 }
 
@@ -512,7 +512,7 @@ pub fn conv_fwd(g: &Geo, x: &[f32], w: &[f32], bias: Option<&[f32]>, y: &mut [f3
     let threads = if outer {
         1
     } else {
-        rayon::current_num_threads()
+        crate::par::num_threads()
     };
     let yp = SendPtr(y.as_mut_ptr());
     let one = |b: usize, s: &mut Scratch| {
@@ -583,7 +583,7 @@ pub fn conv_bwd_weight(g: &Geo, x: &[f32], dy: &[f32], dw: &mut [f32]) {
         }
     };
     let du = if outer {
-        let chunks = rayon::current_num_threads().min(items);
+        let chunks = crate::par::num_threads().min(items);
         let per = items.div_ceil(chunks);
         let parts = par_map(chunks, |c| {
             let mut du = vec![0.0f32; usz];
@@ -605,7 +605,7 @@ pub fn conv_bwd_weight(g: &Geo, x: &[f32], dy: &[f32], dw: &mut [f32]) {
         let mut du = vec![0.0f32; usz];
         let mut s = Scratch::new(g, &t);
         for it in 0..items {
-            one(it, &mut s, &mut du, rayon::current_num_threads());
+            one(it, &mut s, &mut du, crate::par::num_threads());
         }
         du
     };

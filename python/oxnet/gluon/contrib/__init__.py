@@ -1,0 +1,2 @@
+"""Contributed Gluon components (``mx.gluon.contrib``)."""
+from . import nn  # noqa: F401
