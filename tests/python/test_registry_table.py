@@ -2894,6 +2894,15 @@ def test_dtype_consistency(name, case):
 SYMBOLIC_XFAIL = {}
 
 
+def _symbolic_xfail(name, c):
+    """The reason a case is expected to fail symbolically, or None."""
+    if name.startswith("broadcast_") and name != "broadcast_like" and len({x.shape for x in c["ins"]}) > 1:
+        # graph/partial.rs is_same_shape_op() takes every op with a pointwise kernel (broadcast_* included)
+        # for a same-shape op, so Symbol.infer_shape(a=(2, 3), b=(1, 3)) of broadcast_add raises ShapeError
+        return "core: partial shape pass treats broadcast_* as same-shape ops (infer_shape raises)"
+    return None
+
+
 def _symbolic_params():
     out = []
     for name in sorted(TABLE):
@@ -2901,7 +2910,7 @@ def _symbolic_params():
             if c["kind"] != "ref":
                 continue
             pid = f"{name}-{c['id'] or k}"
-            reason = SYMBOLIC_XFAIL.get(pid)
+            reason = SYMBOLIC_XFAIL.get(pid) or _symbolic_xfail(name, c)
             marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
             out.append(pytest.param(name, c, id=pid, marks=marks))
     return out
