@@ -2969,7 +2969,8 @@ def test_symbolic(name, case):
             exe.backward()
         assert len(got) == len(expected), f"{name}: {len(got)} outputs, imperative {len(expected)}"
         for k, (g, e) in enumerate(zip(got, expected)):
-            assert g.dtype == e.dtype, f"{name}: output {k} dtype {g.dtype}, imperative {e.dtype}"
+            assert (g.shape, g.dtype) == (e.shape, e.dtype), \
+                f"{name}: output {k} is {g.shape} {g.dtype}, imperative {e.shape} {e.dtype}"
             assert_almost_equal(g, e, names=(f"symbolic output {k}", "imperative"), equal_nan=True, **tol)
         for n in aux_names:
             assert_almost_equal(exe.aux_dict[n], arrays[names.index(n)], names=(f"symbolic {n}", "imperative"),
@@ -2978,7 +2979,8 @@ def test_symbolic(name, case):
         got = check_symbolic_forward(sym, location, expected, aux_states=aux, equal_nan=True, dtype="asnumpy", **tol)
         assert len(got) == len(expected), f"{name}: {len(got)} outputs, imperative {len(expected)}"
         for k, (g, e) in enumerate(zip(got, expected)):
-            assert g.dtype == e.dtype, f"{name}: output {k} dtype {g.dtype}, imperative {e.dtype}"
+            assert (g.shape, g.dtype) == (e.shape, e.dtype), \
+                f"{name}: output {k} is {g.shape} {g.dtype}, imperative {e.shape} {e.dtype}"
 
     if not case["grad"]:
         return
