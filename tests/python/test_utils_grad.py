@@ -216,3 +216,12 @@ def test_assert_almost_equal_broadcasts_as_mxnet():
         assert_almost_equal(np.ones(()), np.ones(1), use_broadcast=False)
     with pytest.raises(AssertionError, match="worst at"):
         assert_almost_equal(np.ones((2, 1)), np.array([1.0, 1.5]))
+
+
+def test_numpy_symbol_class_is_absent_but_checkable():
+    # MXNet's own test_utils asks isinstance(sym, mxnet.symbol.numpy._Symbol) in check_numeric_gradient
+    from oxnet.symbol.numpy import _Symbol
+
+    assert not isinstance(mx.sym.var("x"), _Symbol)
+    with pytest.raises(mx.base.NotBuiltError, match="not built in oxnet"):
+        _Symbol(None)
