@@ -196,3 +196,4 @@ def test_csv_integer_dtypes_are_exact(tmp_path, dtype, entry):
     for b in it:
         a = b.data[0].asnumpy()
         assert a.dtype == np.dtype(dtype) and (a == entry).all()
+        assert it.getdata() is b.data[0] and it.getpad() == 0  # one NDArray, as MXNet's C++ iterators

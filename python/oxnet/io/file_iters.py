@@ -99,12 +99,15 @@ class MNISTIter(DataIter):
                          provide_label=self._provide_label)
 
     def getdata(self):
-        return [self._batch[0]]
+        """The data NDArray of the current batch (as MXNet's C++ iterators)."""
+        return self._batch[0]
 
     def getlabel(self):
-        return [self._batch[1]]
+        """The label NDArray of the current batch."""
+        return self._batch[1]
 
     def getpad(self):
+        """0: MNISTIter drops incomplete batches."""
         return 0
 
 
@@ -180,10 +183,13 @@ class CSVIter(DataIter):
                          provide_label=self._provide_label)
 
     def getdata(self):
-        return [self._batch[0]]
+        """The data NDArray of the current batch (as MXNet's C++ iterators)."""
+        return self._batch[0]
 
     def getlabel(self):
-        return [self._batch[1]]
+        """The label NDArray of the current batch."""
+        return self._batch[1]
 
     def getpad(self):
+        """The number of padded samples in the current batch."""
         return self._batch[2]
