@@ -167,8 +167,8 @@ def test_csv_bad_rows_name_file_and_line(csvs):
         mx.io.CSVIter(data_csv=str(csvs / "missing.csv"), data_shape=(3,))
     with pytest.raises(ValueError, match="data_shape"):
         mx.io.CSVIter(data_csv=str(csvs / "d.csv"), data_shape=(0,))
-    with pytest.raises(mx.MXNetError, match="float32 only"):
-        mx.io.CSVIter(data_csv=str(csvs / "d.csv"), data_shape=(6,), dtype="int64")
+    with pytest.raises(mx.MXNetError, match="float16 is not supported"):
+        mx.io.CSVIter(data_csv=str(csvs / "d.csv"), data_shape=(6,), dtype="float16")
     it = mx.io.CSVIter(data_csv=str(csvs / "short.csv"), data_shape=(1,), batch_size=5)
     with pytest.raises(ValueError, match="round_batch cannot fill a batch of 5 from 2 rows"):
         next(it)
@@ -185,3 +185,15 @@ def test_csv_large_file_in_order(tmp_path):
 def test_iters_drive_a_prefetching_iter():
     it = mx.io.PrefetchingIter(_mnist(batch_size=100, shuffle=False))
     assert len(list(it)) == 5
+
+
+@pytest.mark.parametrize("dtype,entry", [("int32", 200000001), ("int64", 2147483648), ("float32", 1)])
+def test_csv_integer_dtypes_are_exact(tmp_path, dtype, entry):
+    # MXNet 1.9.1's own CSVIter check: large integers survive the int32 / int64 dtypes
+    (tmp_path / "d.csv").write_text("\n".join([",".join([str(entry)] * 6)] * 10) + "\n")
+    it = mx.io.CSVIter(data_csv=str(tmp_path / "d.csv"), data_shape=(2, 3), batch_size=5, dtype=dtype)
+    assert it.provide_data[0].dtype == np.dtype(dtype)
+    for b in it:
+        a = b.data[0].asnumpy()
+        assert a.dtype == np.dtype(dtype) and (a == entry).all()
+        assert it.getdata() is b.data[0] and it.getpad() == 0  # one NDArray, as MXNet's C++ iterators

@@ -99,12 +99,15 @@ class MNISTIter(DataIter):
                          provide_label=self._provide_label)
 
     def getdata(self):
-        return [self._batch[0]]
+        """The data NDArray of the current batch (as MXNet's C++ iterators)."""
+        return self._batch[0]
 
     def getlabel(self):
-        return [self._batch[1]]
+        """The label NDArray of the current batch."""
+        return self._batch[1]
 
     def getpad(self):
+        """0: MNISTIter drops incomplete batches."""
         return 0
 
 
@@ -118,7 +121,9 @@ class CSVIter(DataIter):
     is completed from the start of the data, those samples are reported as
     ``pad`` and the next epoch starts after them; False: ``pad`` counts the
     missing samples, whose slots hold stale values), ``data_name`` /
-    ``label_name``. The files are parsed in Rust when the iterator is made;
+    ``label_name``, ``dtype`` ('float32', 'int32' or 'int64', for data and
+    labels; numbers are parsed as float64, so integers up to 2^53 are
+    exact). The files are parsed in Rust when the iterator is made;
     a line with the wrong number of fields raises ValueError naming the file
     and the line.
     """
@@ -126,7 +131,9 @@ class CSVIter(DataIter):
     def __init__(self, data_csv, data_shape, label_csv=None, label_shape=(1,), batch_size=1, round_batch=True,
                  data_name="data", label_name="softmax_label", dtype="float32", **kwargs):
         super(CSVIter, self).__init__(batch_size)
-        _check_float32("CSVIter", dtype)
+        dtype = np.dtype(dtype)
+        if dtype not in (np.float32, np.int32, np.int64):
+            raise MXNetError("CSVIter: dtype %s is not supported (float32, int32 or int64)" % dtype.name)
         unknown = set(kwargs) - {"prefetch_buffer", "ctx"}
         if unknown:
             raise TypeError("CSVIter: unknown arguments %s" % sorted(unknown))
@@ -138,10 +145,10 @@ class CSVIter(DataIter):
             label_csv = None
         self._it = _native().CsvIter(str(data_csv), int(np.prod(self.data_shape)),
                                      None if label_csv is None else str(label_csv),
-                                     int(np.prod(self.label_shape)), int(batch_size), bool(round_batch))
+                                     int(np.prod(self.label_shape)), int(batch_size), bool(round_batch), dtype.name)
         lshape = (batch_size,) if self.label_shape == (1,) else (batch_size,) + self.label_shape
-        self._provide_data = [DataDesc(data_name, (batch_size,) + self.data_shape, np.float32)]
-        self._provide_label = [DataDesc(label_name, lshape, np.float32)]
+        self._provide_data = [DataDesc(data_name, (batch_size,) + self.data_shape, dtype.type)]
+        self._provide_label = [DataDesc(label_name, lshape, dtype.type)]
         self._batch = None
 
     @property
@@ -176,10 +183,13 @@ class CSVIter(DataIter):
                          provide_label=self._provide_label)
 
     def getdata(self):
-        return [self._batch[0]]
+        """The data NDArray of the current batch (as MXNet's C++ iterators)."""
+        return self._batch[0]
 
     def getlabel(self):
-        return [self._batch[1]]
+        """The label NDArray of the current batch."""
+        return self._batch[1]
 
     def getpad(self):
+        """The number of padded samples in the current batch."""
         return self._batch[2]

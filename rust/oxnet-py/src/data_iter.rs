@@ -6,7 +6,7 @@ use crate::ndarray::{wrap, NDArray};
 use oxnet_core::io::csv::{read_csv, CsvIter as CoreCsv};
 use oxnet_core::io::mnist::{MnistConfig, MnistIter as CoreMnist};
 use oxnet_core::ndarray::NDArray as Core;
-use oxnet_core::{Context, Result};
+use oxnet_core::{Context, DType, Result};
 use pyo3::prelude::*;
 use std::sync::Mutex;
 
@@ -97,8 +97,31 @@ struct CsvIter {
     batch_size: usize,
     data_width: usize,
     label_width: usize,
+    dtype: DType,
     #[pyo3(get)]
     rows: usize,
+}
+
+/// An NDArray of `shape` and `dtype` (float32, int32 or int64) from float64 values.
+fn typed(values: Vec<f64>, shape: &[usize], dtype: DType) -> Result<Core> {
+    let ctx = Context::default();
+    match dtype {
+        DType::I32 => Core::from_vec(
+            values.into_iter().map(|v| v as i32).collect::<Vec<i32>>(),
+            shape,
+            ctx,
+        ),
+        DType::I64 => Core::from_vec(
+            values.into_iter().map(|v| v as i64).collect::<Vec<i64>>(),
+            shape,
+            ctx,
+        ),
+        _ => Core::from_vec(
+            values.into_iter().map(|v| v as f32).collect::<Vec<f32>>(),
+            shape,
+            ctx,
+        ),
+    }
 }
 
 #[pymethods]
@@ -106,7 +129,8 @@ impl CsvIter {
     /// Parse `data_csv` (lines of `data_width` numbers) and, if given,
     /// `label_csv` (lines of `label_width` numbers).
     #[new]
-    #[pyo3(signature = (data_csv, data_width, label_csv, label_width, batch_size, round_batch))]
+    #[pyo3(signature = (data_csv, data_width, label_csv, label_width, batch_size, round_batch, dtype))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         data_csv: String,
@@ -115,7 +139,18 @@ impl CsvIter {
         label_width: usize,
         batch_size: usize,
         round_batch: bool,
+        dtype: &str,
     ) -> PyResult<Self> {
+        let dtype = match dtype {
+            "float32" => DType::F32,
+            "int32" => DType::I32,
+            "int64" => DType::I64,
+            other => {
+                return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                    "CSVIter: dtype must be float32, int32 or int64, got {other}"
+                )))
+            }
+        };
         let it = py
             .detach(move || -> Result<CoreCsv> {
                 let data = read_csv(&data_csv, data_width)?;
@@ -129,22 +164,27 @@ impl CsvIter {
             batch_size,
             data_width,
             label_width,
+            dtype,
         })
     }
 
     /// The next (data (batch, data_width), label (batch, label_width), pad),
     /// or None at the end of the epoch.
     fn next(&self, py: Python<'_>) -> PyResult<Option<(Py<NDArray>, Py<NDArray>, usize)>> {
-        let (bs, dw, lw) = (self.batch_size, self.data_width, self.label_width);
+        let (bs, dw, lw, dt) = (
+            self.batch_size,
+            self.data_width,
+            self.label_width,
+            self.dtype,
+        );
         let res = py
             .detach(|| -> Result<Option<(Core, Core, usize)>> {
                 let Some((d, l, pad)) = lock(&self.inner).next_batch()? else {
                     return Ok(None);
                 };
-                let ctx = Context::default();
                 Ok(Some((
-                    Core::from_vec(d, &[bs, dw], ctx)?,
-                    Core::from_vec(l, &[bs, lw], ctx)?,
+                    typed(d, &[bs, dw], dt)?,
+                    typed(l, &[bs, lw], dt)?,
                     pad,
                 )))
             })

@@ -4,7 +4,8 @@
 //! many as the sample's shape has elements. Blank lines are skipped; spaces
 //! around numbers are allowed. The file is parsed once, in parallel over
 //! blocks of lines; a bad line is reported with the file name and its
-//! 1-based line number.
+//! 1-based line number. Values are kept as float64, so integer columns up to
+//! 2^53 survive exactly for CSVIter's int32 / int64 dtypes.
 use crate::{Error, Result};
 use rayon::prelude::*;
 
@@ -13,13 +14,13 @@ use rayon::prelude::*;
 pub struct CsvTable {
     pub rows: usize,
     pub width: usize,
-    pub values: Vec<f32>,
+    pub values: Vec<f64>,
 }
 
 /// Bytes per parallel block (rounded up to the end of a line).
 const BLOCK: usize = 1 << 18;
 
-fn parse_field(field: &[u8], path: &str, line: usize, col: usize) -> Result<f32> {
+fn parse_field(field: &[u8], path: &str, line: usize, col: usize) -> Result<f64> {
     let text = std::str::from_utf8(field)
         .map_err(|_| {
             Error::Decode(format!(
@@ -27,7 +28,7 @@ fn parse_field(field: &[u8], path: &str, line: usize, col: usize) -> Result<f32>
             ))
         })?
         .trim();
-    text.parse::<f32>().map_err(|_| {
+    text.parse::<f64>().map_err(|_| {
         Error::Decode(format!(
             "{path}, line {line}: field {col} ({text:?}) is not a number"
         ))
@@ -36,7 +37,7 @@ fn parse_field(field: &[u8], path: &str, line: usize, col: usize) -> Result<f32>
 
 /// Parse the lines of `block` (starting at 1-based line `first_line`),
 /// appending values to a fresh vector.
-fn parse_block(block: &[u8], first_line: usize, width: usize, path: &str) -> Result<Vec<f32>> {
+fn parse_block(block: &[u8], first_line: usize, width: usize, path: &str) -> Result<Vec<f64>> {
     let mut out = Vec::with_capacity(block.len() / 4);
     for (k, raw) in block.split(|&b| b == b'\n').enumerate() {
         let line = first_line + k;
@@ -96,7 +97,7 @@ pub fn parse_csv(text: &[u8], width: usize, path: &str) -> Result<CsvTable> {
         first.push(line);
         line += n;
     }
-    let parts: Vec<Result<Vec<f32>>> = spans
+    let parts: Vec<Result<Vec<f64>>> = spans
         .par_iter()
         .zip(first.par_iter())
         .map(|(&(a, b), &l)| {
@@ -136,8 +137,8 @@ pub struct CsvIter {
     pos: usize,
     overflow: usize,
     done: bool,
-    data_buf: Vec<f32>,
-    label_buf: Vec<f32>,
+    data_buf: Vec<f64>,
+    label_buf: Vec<f64>,
 }
 
 impl CsvIter {
@@ -195,7 +196,7 @@ impl CsvIter {
     }
 
     /// The next batch as (data, label, pad), or None at the end of the epoch.
-    pub fn next_batch(&mut self) -> Result<Option<(Vec<f32>, Vec<f32>, usize)>> {
+    pub fn next_batch(&mut self) -> Result<Option<(Vec<f64>, Vec<f64>, usize)>> {
         if self.done {
             return Ok(None);
         }
@@ -255,15 +256,15 @@ mod tests {
         CsvTable {
             rows,
             width,
-            values: (0..rows * width).map(|v| v as f32).collect(),
+            values: (0..rows * width).map(|v| v as f64).collect(),
         }
     }
 
     #[test]
     fn parses_numbers_blank_lines_and_spaces() {
-        let t = parse_csv(b"1.5, 2e3 ,-3\n\n4,5,6\r\n", 3, "a.csv").unwrap();
+        let t = parse_csv(b"1.5, 2e3 ,-3\n\n4,5,2147483648\r\n", 3, "a.csv").unwrap();
         assert_eq!(t.rows, 2);
-        assert_eq!(t.values, vec![1.5, 2000.0, -3.0, 4.0, 5.0, 6.0]);
+        assert_eq!(t.values, vec![1.5, 2000.0, -3.0, 4.0, 5.0, 2147483648.0]);
     }
 
     #[test]
@@ -292,7 +293,7 @@ mod tests {
         assert!(e.contains("line 60001"), "{e}");
     }
 
-    fn firsts(it: &mut CsvIter) -> Vec<(Vec<f32>, usize)> {
+    fn firsts(it: &mut CsvIter) -> Vec<(Vec<f64>, usize)> {
         let mut out = Vec::new();
         while let Some((d, _, pad)) = it.next_batch().unwrap() {
             out.push((d.chunks(1).map(|c| c[0]).collect(), pad));
