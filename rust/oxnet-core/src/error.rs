@@ -82,6 +82,7 @@ impl Error {
             Error::Device(_) => Error::Device(m),
             Error::Op { op, .. } => Error::Op { op, msg: m },
             Error::External(_) => Error::External(m),
+            Error::OutOfMemory(_) => Error::OutOfMemory(m),
         }
     }
 }
