@@ -21,7 +21,6 @@ MXNet's figure is the larger one.
 """
 
 import json
-import sys
 import time
 
 import numpy as np
