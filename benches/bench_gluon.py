@@ -15,11 +15,12 @@ Each process times (best of 5 tries after a warm-up):
   batch 64, samples per second of forward + backward + Trainer.step (mean
   over 10 steps);
 - hybrid_speedup: mlp_imperative_us / mlp_hybrid_us.
-Ratios are MXNet's figure over oxnet's (>1: oxnet faster / larger).
+The table's ratio is MXNet's figure over oxnet's: for the microsecond rows
+>1 means oxnet is faster; for the samples/s rows and hybrid_speedup >1 means
+MXNet's figure is the larger one.
 """
 
 import json
-import sys
 import time
 
 import numpy as np

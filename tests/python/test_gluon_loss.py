@@ -21,7 +21,8 @@ def run_cases(mx):
     rng = np.random.RandomState(0)
     pred = rng.randn(4, 5).astype('float32')
     lab_sparse = np.array([0, 3, 1, 4], dtype='float32')
-    lab_dense = np.abs(rng.randn(4, 5)).astype('float32'); lab_dense /= lab_dense.sum(1, keepdims=True)
+    lab_dense = np.abs(rng.randn(4, 5)).astype('float32')
+    lab_dense /= lab_dense.sum(1, keepdims=True)
     lab_bin = (rng.rand(4, 5) > 0.5).astype('float32')
     lab_sign = lab_bin * 2 - 1
     sw = rng.rand(4, 1).astype('float32')

@@ -827,10 +827,6 @@ class HybridBlock(Block):
             for name in input_names:
                 if name in params:
                     params[name]._finish_deferred_init()
-        if self._backend:
-            out = self._partition(out, data_names, params, flat)
-            self._cached_graph = data, out
-            input_names = out.list_inputs()
         self._cached_op_args = []
         data_indices, param_indices = [], []
         for i, name in enumerate(input_names):
@@ -845,25 +841,6 @@ class HybridBlock(Block):
                 self._cached_op_args.append((False, params[name]))
         flags = [("data_indices", data_indices), ("param_indices", param_indices)] + self._flags
         self._cached_op = ndarray.CachedOp(out, flags)
-
-    def _partition(self, out, data_names, params, flat):
-        """``out.optimize_for(backend, ...)`` with the current Parameter values."""
-        real = [a for a in flat if a is not None]
-        arg_dict, aux_dict = {}, {}
-        for name in out.list_arguments():
-            if name in data_names and data_names[name] < len(real):
-                arg_dict[name] = real[data_names[name]]
-            elif name in params:
-                arg_dict[name] = params[name].data()
-        for name in out.list_auxiliary_states():
-            if name in params:
-                aux_dict[name] = params[name].data()
-        ctx = real[0].context if real else None
-        try:
-            return out.optimize_for(self._backend, arg_dict, aux_dict, ctx, **self._backend_opts)
-        except ImportError as e:
-            raise MXNetError(f"hybridize(backend={self._backend!r}): graph partitioning (Symbol.optimize_for) is "
-                             f"not available in this build ({e})") from None
 
     def optimize_for(self, x, *args, backend=None, clear=False, static_alloc=False, static_shape=False,
                      inline_limit=2, forward_bulk_size=None, backward_bulk_size=None, **kwargs):

@@ -110,8 +110,6 @@ class Dense(HybridBlock):
             self.act = Activation(activation, prefix=activation + "_") if activation is not None else None
 
     def _infer_param_shapes(self, x, *args):
-        if len(x.shape) < 2 and self._flatten:
-            raise ValueError(f"Dense: input must have at least 2 dimensions, got shape {x.shape}")
         in_units = int(np.prod(x.shape[1:])) if self._flatten else x.shape[-1]
         self.weight.shape = (self._units, in_units)
 
