@@ -1,0 +1,305 @@
+"""MPI collectives on NDArrays: the communication layer under the
+distributed KVStores ('dist_sync', 'dist_device_sync', 'horovod') and
+:mod:`oxnet.horovod`.
+
+MPI comes from mpi4py over the system's MPI library (Open MPI from Debian's
+``openmpi-bin`` / ``libopenmpi-dev``). mpi4py releases the GIL inside every
+collective, so other Python threads and the engine's workers keep running
+while a collective waits on the network.
+
+Ordering with the engine. Before a collective reads an array it waits for the
+array's pending writes; before it writes an array it waits for all pending
+reads and writes, and the result is written either straight into the array's
+own memory (one large array: a zero-copy NumPy view taken through DLPack, no
+copy at all) or with the NDArray's engine write from the fusion buffer. The
+collective runs on the calling thread, so operations pushed after it see its
+result.
+
+Tensor fusion (Horovod's): the arrays of one round (one ``pushpull`` /
+``allreduce`` call with several arrays) are packed per dtype into one buffer
+of at most ``OXNET_FUSION_THRESHOLD`` bytes (also read from
+``HOROVOD_FUSION_THRESHOLD``; default 64 MiB) and reduced with one MPI call;
+an array larger than the threshold is reduced in place on its own.
+
+Safety. Every round first compares a 64-bit digest of its (name, shape,
+dtype) list across ranks (one 16-byte allreduce); when ranks disagree each
+rank gathers the others' lists and raises MXNetError naming what differs,
+so a mismatched shape raises on every rank instead of corrupting memory or
+hanging. An exception that escapes a worker's script calls ``MPI_Abort`` (the
+traceback is printed first) so that ``mpirun`` stops every other worker at
+once instead of leaving them blocked in a collective; a killed worker makes
+``mpirun`` end the job likewise.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+
+import numpy as np
+
+from ..base import MXNetError
+
+__all__ = ["Communicator", "get", "available"]
+
+_INSTALL_HINT = ("install Open MPI and mpi4py (Debian: apt-get install openmpi-bin libopenmpi-dev; "
+                 "then: pip install mpi4py) and launch with mpirun -np N or python -m oxnet.tools.launch -n N")
+
+_COMM = None
+_FP16_SUM = None
+
+
+def available():
+    """(True, '') when mpi4py and an MPI library can be loaded, else (False, reason)."""
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError as err:
+        return False, "mpi4py is not installed (%s); %s" % (err, _INSTALL_HINT)
+    return True, ""
+
+
+def _fusion_threshold():
+    for var in ("OXNET_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD"):
+        val = os.environ.get(var)
+        if val:
+            try:
+                return max(0, int(val))
+            except ValueError as err:
+                raise MXNetError("%s must be a byte count, got %r" % (var, val)) from err
+    return 64 * 1024 * 1024
+
+
+def _import_mpi():
+    try:
+        from mpi4py import MPI
+    except ImportError as err:
+        raise MXNetError("distributed training needs MPI: %s (%s)" % (_INSTALL_HINT, err)) from err
+    return MPI
+
+
+def _fp16_sum_op(MPI):
+    """An MPI sum over float16 (MPI has no half type): the 2-byte words are
+    sent as MPI.SHORT and added here as float16."""
+    global _FP16_SUM
+    if _FP16_SUM is None:
+        def fp16_add(inbuf, inoutbuf, datatype):
+            a = np.frombuffer(inbuf, dtype=np.float16)
+            b = np.frombuffer(inoutbuf, dtype=np.float16)
+            np.add(a, b, out=b)
+
+        _FP16_SUM = MPI.Op.Create(fp16_add, commute=True)
+    return _FP16_SUM
+
+
+def _abort_on_uncaught(comm, rank, size):
+    """Make an exception that escapes the script abort the whole MPI job."""
+    previous = sys.excepthook
+
+    def hook(etype, value, tb):
+        previous(etype, value, tb)
+        if etype is not KeyboardInterrupt:
+            sys.stderr.write("oxnet.dist: worker rank %d of %d failed with %s: %s; aborting all %d workers "
+                             "(MPI_Abort)\n" % (rank, size, etype.__name__, value, size))
+            sys.stderr.flush()
+            comm.Abort(1)
+
+    sys.excepthook = hook
+
+
+def _view(arr):
+    """A writable NumPy view of an NDArray's memory (waits for all pending
+    reads and writes first: the caller may write through it)."""
+    return np.from_dlpack(arr)
+
+
+class Communicator(object):
+    """The MPI world of this process: rank, size, local (per host) rank and
+    size, and NDArray collectives. Get the shared one with :func:`get`."""
+
+    def __init__(self):
+        MPI = _import_mpi()
+        self.MPI = MPI
+        self.comm = MPI.COMM_WORLD
+        self.rank = self.comm.Get_rank()
+        self.size = self.comm.Get_size()
+        local = self.comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
+        self.local_rank = local.Get_rank()
+        self.local_size = local.Get_size()
+        local.Free()
+        self.fusion_threshold = _fusion_threshold()
+        self.check = os.environ.get("OXNET_DIST_CHECK", "1") != "0"
+        self._buffers = {}
+        if self.size > 1:
+            _abort_on_uncaught(self.comm, self.rank, self.size)
+
+    # -- helpers -------------------------------------------------------------
+
+    def _buffer(self, dtype, nelem):
+        """A reusable fusion buffer of at least ``nelem`` elements."""
+        buf = self._buffers.get(dtype)
+        if buf is None or buf.size < nelem:
+            buf = np.empty(max(nelem, 1), dtype=dtype)
+            self._buffers[dtype] = buf
+        return buf[:nelem]
+
+    def check_round(self, what, items):
+        """Raise MXNetError on every rank unless all ranks call ``what`` with
+        the same ``items`` (a list of (name, shape, dtype) tuples)."""
+        if not self.check or self.size == 1:
+            return
+        desc = repr([(str(n), tuple(s), str(d)) for n, s, d in items])
+        h = int.from_bytes(hashlib.blake2b((what + desc).encode(), digest_size=7).digest(), "little")
+        pair = np.array([h, -h], dtype=np.int64)
+        self.comm.Allreduce(self.MPI.IN_PLACE, pair, op=self.MPI.MAX)
+        if pair[0] == h and -pair[1] == h:
+            return
+        everyone = self.comm.allgather((what, desc))
+        lines = ["rank %d: %s %s" % (r, w, d if len(d) < 400 else d[:400] + "...") for r, (w, d) in enumerate(everyone)]
+        raise MXNetError("%s: the workers disagree on the arrays of this collective (names, shapes and dtypes "
+                         "must match on every rank, in the same order):\n  %s" % (what, "\n  ".join(lines)))
+
+    def _reduce_buffer(self, buf, op):
+        MPI = self.MPI
+        if buf.dtype == np.bool_:
+            mop = MPI.LOR if op == "sum" else MPI.LAND
+            self.comm.Allreduce(MPI.IN_PLACE, buf, op=mop)
+        elif buf.dtype == np.float16:
+            if op != "sum":
+                raise MXNetError("allreduce: only 'sum' is available for float16")
+            words = buf.view(np.int16)
+            self.comm.Allreduce(MPI.IN_PLACE, [words, MPI.SHORT], op=_fp16_sum_op(MPI))
+        else:
+            mop = {"sum": MPI.SUM, "min": MPI.MIN, "max": MPI.MAX, "prod": MPI.PROD}[op]
+            self.comm.Allreduce(MPI.IN_PLACE, buf, op=mop)
+
+    # -- collectives ----------------------------------------------------------
+
+    def allreduce_(self, arrays, names=None, op="sum", compression=None, what="allreduce"):
+        """Reduce each NDArray of ``arrays`` over all ranks, in place.
+
+        ``op`` is 'sum', 'min', 'max' or 'prod'; ``compression='fp16'`` sends
+        float32/float64 arrays as float16 (summed in float16). Arrays are
+        fused per dtype into one buffer of at most the fusion threshold.
+        """
+        arrays = list(arrays)
+        if names is None:
+            names = [str(i) for i in range(len(arrays))]
+        self.check_round(what, [(n, a.shape, a.dtype) for n, a in zip(names, arrays)])
+        if self.size == 1 or not arrays:
+            return
+        groups = {}
+        for a in arrays:
+            wire = np.dtype(a.dtype)
+            if compression == "fp16" and wire.kind == "f":
+                wire = np.dtype(np.float16)
+            groups.setdefault(wire, []).append(a)
+        for wire, group in groups.items():
+            self._allreduce_group(wire, group, op)
+
+    def _allreduce_group(self, wire, group, op):
+        limit = self.fusion_threshold
+        batch, nbytes = [], 0
+        for a in group:
+            size = a.size * wire.itemsize
+            if size > limit or len(group) == 1:
+                # alone in its round: in place on its own memory when it can be
+                self._flush(wire, batch, op)
+                batch, nbytes = [], 0
+                if np.dtype(a.dtype) == wire and a._is_contiguous_whole():
+                    self._reduce_buffer(_view(a).reshape(-1), op)
+                else:
+                    self._flush(wire, [a], op)
+                continue
+            if nbytes + size > limit:
+                self._flush(wire, batch, op)
+                batch, nbytes = [], 0
+            batch.append(a)
+            nbytes += size
+        self._flush(wire, batch, op)
+
+    def _flush(self, wire, batch, op):
+        """Pack ``batch`` into the fusion buffer, reduce it, write it back."""
+        if not batch:
+            return
+        total = sum(a.size for a in batch)
+        buf = self._buffer(wire, total)
+        off = 0
+        for a in batch:
+            n = a.size
+            if np.dtype(a.dtype) == wire:
+                a._read_into(buf[off:off + n])
+            else:
+                buf[off:off + n] = a.asnumpy().reshape(-1)
+            off += n
+        self._reduce_buffer(buf, op)
+        off = 0
+        for a in batch:
+            n = a.size
+            chunk = buf[off:off + n]
+            if np.dtype(a.dtype) != wire:
+                chunk = chunk.astype(a.dtype)
+            a._write_from(chunk)
+            off += n
+
+    def broadcast_(self, arrays, root=0, names=None, what="broadcast"):
+        """Overwrite each NDArray of ``arrays`` with rank ``root``'s values
+        (fused per dtype like :meth:`allreduce_`)."""
+        arrays = list(arrays)
+        if not 0 <= root < self.size:
+            raise MXNetError("%s: root_rank %d is out of range for %d workers" % (what, root, self.size))
+        if names is None:
+            names = [str(i) for i in range(len(arrays))]
+        self.check_round(what, [(n, a.shape, a.dtype) for n, a in zip(names, arrays)] + [("root", (root,), "")])
+        if self.size == 1 or not arrays:
+            return
+        groups = {}
+        for a in arrays:
+            groups.setdefault(np.dtype(a.dtype), []).append(a)
+        for dtype, group in groups.items():
+            if len(group) == 1 and group[0]._is_contiguous_whole():
+                view = _view(group[0]).reshape(-1)
+                self.comm.Bcast(view.view(np.uint8), root=root)
+                continue
+            total = sum(a.size for a in group)
+            buf = self._buffer(dtype, total)
+            off = 0
+            if self.rank == root:
+                for a in group:
+                    a._read_into(buf[off:off + a.size])
+                    off += a.size
+            self.comm.Bcast(buf.view(np.uint8), root=root)
+            if self.rank != root:
+                off = 0
+                for a in group:
+                    a._write_from(buf[off:off + a.size])
+                    off += a.size
+
+    def allgather(self, array, what="allgather"):
+        """The concatenation along axis 0 of every rank's ``array`` (ranks
+        may differ in the first dimension only), as a NumPy array."""
+        local = array.asnumpy()
+        meta = (local.shape[1:] if local.ndim else None, str(local.dtype))
+        metas = self.comm.allgather((local.shape, meta))
+        if any(m[1] != meta for m in metas) or local.ndim == 0:
+            raise MXNetError("%s: every rank's array must have the same dtype and the same shape past the first "
+                             "axis (and at least one axis): %s"
+                             % (what, "; ".join("rank %d: shape %s dtype %s" % (r, s, m[1])
+                                                for r, (s, m) in enumerate(metas))))
+        counts = [int(np.prod(s)) * local.dtype.itemsize for s, _ in metas]
+        out = np.empty((sum(s[0] for s, _ in metas),) + local.shape[1:], dtype=local.dtype)
+        displs = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64).tolist()
+        self.comm.Allgatherv(local.view(np.uint8).reshape(-1),
+                             [out.view(np.uint8).reshape(-1), counts, displs, self.MPI.BYTE])
+        return out
+
+    def barrier(self):
+        """Wait until every rank reaches the barrier."""
+        self.comm.Barrier()
+
+
+def get():
+    """The process's :class:`Communicator` (MPI is initialized on first use)."""
+    global _COMM
+    if _COMM is None:
+        _COMM = Communicator()
+    return _COMM
