@@ -3,7 +3,7 @@ PY ?= python3
 export PYTHONPATH := $(CURDIR)/python
 export CARGO_TERM_COLOR := never
 
-.PHONY: demo test deps dev release bench fmt lint wheel clean
+.PHONY: demo test deps mpi dev release bench fmt lint wheel clean
 
 deps:
 	@command -v cargo >/dev/null || { echo "cargo (Rust >= 1.80) is required: https://rustup.rs"; exit 1; }
@@ -16,7 +16,12 @@ dev: deps
 release: deps
 	$(PY) tools/dev_build.py --release
 
-test: dev
+# Open MPI (apt, as root) and mpi4py for the distributed tests; without them those tests skip, saying why.
+mpi:
+	@command -v mpirun >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openmpi-bin libopenmpi-dev >/dev/null; } || echo "Open MPI not installed: MPI tests will skip"
+	@$(PY) -c "import mpi4py" 2>/dev/null || $(PY) -m pip install -q mpi4py || echo "mpi4py not installed: MPI tests will skip"
+
+test: dev mpi
 	cargo test -p oxnet-core -q
 	$(PY) -m pytest -q tests/python
 

@@ -37,7 +37,7 @@ def check_collectives():
     # collectives on several dtypes and sizes: exact for integers (a store with str keys)
     kv = mx.kv.create("dist_sync")
     rng = np.random.RandomState(7)
-    sizes = [1, 3, 1000, 1 << 20]  # 4 B to 4 MB of int32
+    sizes = [1, 3, 1000, 1 << 19]  # 1 element to 2 MB of int32
     for dtype in ["int32", "int64", "int8", "uint8", "float32", "float64", "float16"]:
         base = [rng.randint(0, 5, size=s).astype(dtype) for s in sizes]
         arrays = [mx.nd.array(b * (r + 1), dtype=dtype) for b in base]
@@ -49,7 +49,7 @@ def check_collectives():
             want = (b.astype(np.float64) * 3).astype(dtype)  # (1 + 2) * b
             assert np.array_equal(a.asnumpy(), want), (dtype, a.shape)
     # a large single array goes in place, a list goes through the fusion buffer
-    big = mx.nd.full((4 << 20,), float(r + 1))  # 16 MB float32
+    big = mx.nd.full((1 << 20,), float(r + 1))  # 4 MB float32
     kv.init("big", big)
     kv.pushpull("big", big)
     assert (big.asnumpy() == 3.0).all()
