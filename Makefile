@@ -25,7 +25,7 @@ test: dev mpi
 	cargo test -p oxnet-core -q
 	$(PY) -m pytest -q tests/python
 
-demo: release
+demo: release mpi
 	@for f in examples/*.py; do echo "=== $$f"; $(PY) $$f || exit 1; done
 
 bench: release
