@@ -197,6 +197,14 @@ def check_horovod():
             if tr is not None:
                 tr.step(8)
             _same(net, ref, "DistributedOptimizer (%s) step %d" % (how, step))
+    # collectives appear in the profiler as tasks of domain oxnet.dist
+    mx.profiler.set_config(profile_all=True, aggregate_stats=True,
+                           filename=os.path.join(tempfile.gettempdir(), "oxnet-dist-prof-%d.json" % r))
+    mx.profiler.set_state("run")
+    hvd.allreduce(mx.nd.ones((100,)))
+    mx.profiler.set_state("stop")
+    table = mx.profiler.dumps(reset=True)
+    assert "mpi_allreduce" in table and "wait_for_inputs" in table, table
     # collectives
     t = mx.nd.array(np.arange(6, dtype=np.float32).reshape(2, 3) * (r + 1))
     avg = hvd.allreduce(t, name="t")

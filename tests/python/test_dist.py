@@ -37,12 +37,14 @@ def _env():
     return env
 
 
-def _mpirun(mode, np_=2):
+def _mpirun(mode, np_=2, env=None):
+    full_env = _env()
+    full_env.update(env or {})
     cmd = ["mpirun", "-np", str(np_), "--oversubscribe", "--bind-to", "none"]
     if os.geteuid() == 0:
         cmd.append("--allow-run-as-root")
     cmd += [sys.executable, WORKER, mode]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, env=_env(), cwd=ROOT)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, env=full_env, cwd=ROOT)
 
 
 def _passed(proc, mode, ranks=2):
@@ -53,11 +55,13 @@ def _passed(proc, mode, ranks=2):
 
 
 @needs_mpi
-def test_collectives_rank_init_dtypes_and_mismatch():
+@pytest.mark.parametrize("fusion", ["default", "4096"])
+def test_collectives_rank_init_dtypes_and_mismatch(fusion):
     """rank/num_workers, init broadcasts rank 0's value, push sums over
     workers, int collectives exact (1 element to 2 MB), engine ordering, a
-    shape mismatch raises on every rank, dist_async refused, optimizer states."""
-    proc = _mpirun("collectives")
+    shape mismatch raises on every rank, dist_async refused, optimizer states;
+    with the default fusion buffer and with 4 KB ones (many buffers a round)."""
+    proc = _mpirun("collectives", env={} if fusion == "default" else {"OXNET_FUSION_THRESHOLD": fusion})
     _passed(proc, "collectives")
     assert "MISMATCH-RAISED rank 0" in proc.stdout and "MISMATCH-RAISED rank 1" in proc.stdout
 

@@ -373,7 +373,8 @@ class DistributedTrainer(gluon.Trainer):
             ctxs.append(c)
         names = [self._prefix + str(i) for i, _ in live]
         _scale(grads, 1.0 / self._gradient_predivide_factor)
-        _comm().allreduce_(grads, names=names, what="DistributedTrainer.step")
+        # last parameter first: the order backward writes the gradients (overlaps with the backward pass)
+        _comm().allreduce_(grads[::-1], names=names[::-1], what="DistributedTrainer.step")
         for (_, p), g, c in zip(live, grads, ctxs):
             if c is not None:
                 p.list_grad()[0][:] = self._compression.decompress(g, c)

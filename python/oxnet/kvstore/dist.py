@@ -72,9 +72,11 @@ class DistSyncKVStore(KVStore):
         for k, _ in pairs:
             self._stored(k, "push")
         merged = [self._reduce(k, vals) for k, vals in pairs]
-        self._comm.allreduce_(merged, names=[k for k, _ in pairs],
-                              compression="fp16" if self._fp16 else None, what="KVStore.push")
         keys = [k for k, _ in pairs]
+        # last key first: backward writes the gradients of the last layers first, so reducing them
+        # first overlaps communication with the rest of the backward pass
+        self._comm.allreduce_(merged[::-1], names=keys[::-1], compression="fp16" if self._fp16 else None,
+                              what="KVStore.push")
         if self._updater is not None:
             stored = [self._store[k] for k in keys]
             if isinstance(self._updater, opt.Updater) and len(keys) > 1:
