@@ -36,6 +36,8 @@ from .util import is_np_array, np_array, use_np_array, use_np  # noqa: F401
 from . import numpy, numpy_extension
 from . import numpy as np
 from . import numpy_extension as npx
+from . import visualization  # noqa: E402
+from . import visualization as viz  # noqa: E402
 
 
 
@@ -62,8 +64,6 @@ __build__ = _native.build_profile()
 _NOT_BUILT_YET = {
     "mod": "mx.mod (the Module API)",
     "module": "mx.module (the Module API)",
-    "viz": "mx.viz (network visualization)",
-    "visualization": "mx.visualization (network visualization)",
 }
 
 

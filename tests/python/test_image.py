@@ -284,3 +284,127 @@ def test_augmenter_type_errors():
         mx.image.imresize(img.astype("int32"), 10, 10)
     with pytest.raises(NotImplementedError):
         mx.image.Augmenter()(img)
+
+
+# --- decompression bombs: a pixel limit checked from the header, and JPEG
+# data that ends long before the frame is covered ---------------------------
+
+def _patch_jpeg_size(buf, w, h):
+    """The JPEG with its frame header (SOF) claiming w x h."""
+    import struct
+    b = bytearray(buf)
+    p = 2
+    while p < len(b):
+        m = b[p + 1]
+        ln = struct.unpack(">H", b[p + 2:p + 4])[0]
+        if m in (0xC0, 0xC1, 0xC2):
+            b[p + 5:p + 7] = struct.pack(">H", h)
+            b[p + 7:p + 9] = struct.pack(">H", w)
+            return bytes(b)
+        p += 2 + ln
+    raise AssertionError("no SOF marker")
+
+
+def _patch_png_size(buf, w, h):
+    """The PNG with its IHDR claiming w x h (the CRC left stale)."""
+    import struct
+    b = bytearray(buf)
+    assert b[12:16] == b"IHDR"
+    b[16:24] = struct.pack(">II", w, h)
+    return bytes(b)
+
+
+@pytest.fixture
+def pixel_limit():
+    old = mx.image.get_max_image_pixels()
+    yield
+    mx.image.set_max_image_pixels(old)
+
+
+def test_pixel_limit_default_is_pillows():
+    assert mx.image.get_max_image_pixels() == 89478485
+
+
+@pytest.mark.parametrize("kind", ["jpeg", "progressive", "png"])
+def test_image_bomb_refused_from_the_header(kind, pixel_limit):
+    src = {"jpeg": "chelsea_160x107_thumb.jpg", "progressive": "hubble_800x600_progressive.jpg",
+           "png": "chelsea_120x80.png"}[kind]
+    patch = _patch_png_size if kind == "png" else _patch_jpeg_size
+    bomb = patch(read(src), 16384, 16384)
+    for f in (lambda: mx.image.imdecode(bomb), lambda: mx.image.imdecode(bomb, flag=0),
+              lambda: mx.image.imdecode(bomb, to_rgb=False)):
+        with pytest.raises(mx.base.MXNetError, match=r"16384x16384 \(268435456 pixels\) exceeds the limit of "
+                                                    r"89478485 pixels.*OXNET_IMAGE_MAX_PIXELS.*set_max_image_pixels"):
+            f()
+    # a lower limit applies at once; raising it lets a real image through
+    assert mx.image.set_max_image_pixels(100) == 89478485
+    with pytest.raises(mx.base.MXNetError, match="limit of 100 pixels"):
+        mx.image.imdecode(read(src))
+    mx.image.set_max_image_pixels(None)
+    assert mx.image.get_max_image_pixels() is None
+    assert mx.image.imdecode(read(src)).ndim == 3
+
+
+@pytest.mark.parametrize("src", ["chelsea_160x107_thumb.jpg", "hubble_800x600_progressive.jpg"])
+def test_jpeg_whose_data_cannot_cover_the_frame_is_refused(src, pixel_limit):
+    # MXNet 1.9.1 (libjpeg) only warns "Corrupt JPEG data: premature end of
+    # data segment" here and returns a mostly gray image; oxnet refuses
+    mx.image.set_max_image_pixels(None)
+    bomb = _patch_jpeg_size(read(src), 16384, 16384)
+    with pytest.raises(mx.base.MXNetError, match="end long before the 16384x16384 frame"):
+        mx.image.imdecode(bomb)  # at the call, before the output is allocated
+
+
+def test_jpeg_data_running_out_while_decoding_is_refused():
+    # twice the size on each side: the data runs out a quarter of the way
+    # (within the pixel limit and the header-level lower bound)
+    buf = _patch_jpeg_size(read("chelsea_160x107_thumb.jpg"), 320, 214)
+    with pytest.raises(mx.base.MXNetError, match="ends long before the frame is covered"):
+        mx.image.imdecode(buf).wait_to_read()  # found while decoding: raised at the wait
+    # the untouched file still decodes
+    assert mx.image.imdecode(read("chelsea_160x107_thumb.jpg")).shape == (107, 160, 3)
+
+
+def test_pixel_limit_from_the_environment():
+    import subprocess
+    import sys
+    code = ("import oxnet as mx, sys\n"
+            "buf = open(sys.argv[1], 'rb').read()\n"
+            "print(mx.image.get_max_image_pixels())\n"
+            "try:\n    mx.image.imdecode(buf)\n    print('decoded')\n"
+            "except mx.base.MXNetError as e:\n    print('refused', 'limit of 1000 pixels' in str(e))\n")
+    path = os.path.join(IMAGES, "chelsea_160x107_thumb.jpg")
+    env = dict(os.environ, OXNET_IMAGE_MAX_PIXELS="1000")
+    out = subprocess.run([sys.executable, "-c", code, path], env=env, capture_output=True, text=True,
+                         timeout=120).stdout.split()
+    assert out == ["1000", "refused", "True"]
+    env["OXNET_IMAGE_MAX_PIXELS"] = "none"
+    out = subprocess.run([sys.executable, "-c", code, path], env=env, capture_output=True, text=True,
+                         timeout=120).stdout.split()
+    assert out == ["None", "decoded"]
+
+
+def test_bomb_in_record_iterators_and_im2rec(tmp_path):
+    bomb = _patch_jpeg_size(read("chelsea_160x107_thumb.jpg"), 16384, 16384)
+    rec, idx = str(tmp_path / "b.rec"), str(tmp_path / "b.idx")
+    w = mx.recordio.MXIndexedRecordIO(idx, rec, "w")
+    for i in range(2):
+        w.write_idx(i, mx.recordio.pack(mx.recordio.IRHeader(0, float(i), i, 0), bomb))
+    w.close()
+    it = mx.io.ImageRecordIter(path_imgrec=rec, path_imgidx=idx, data_shape=(3, 32, 32), batch_size=2)
+    with pytest.raises(mx.base.MXNetError, match="exceeds the limit"):
+        it.next()
+    lst = tmp_path / "b.lst"
+    (tmp_path / "b.jpg").write_bytes(bomb)
+    lst.write_text("0\t0.0\tb.jpg\n")
+    it = mx.image.ImageIter(batch_size=1, data_shape=(3, 32, 32), path_imglist=str(lst), path_root=str(tmp_path))
+    with pytest.raises(mx.base.MXNetError, match="exceeds the limit"):
+        it.next()
+    # im2rec (decoding, not pass-through) reports the image and skips it
+    from oxnet.tools import im2rec
+    import contextlib
+    import io as _io
+    out = _io.StringIO()
+    with contextlib.redirect_stdout(out):
+        im2rec.main([str(tmp_path / "b"), str(tmp_path), "--encoding", ".png", "--num-thread", "1"])
+    assert "exceeds the limit" in out.getvalue()

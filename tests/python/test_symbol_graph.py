@@ -435,3 +435,32 @@ def test_autograd_get_symbol_replays_the_recording():
     np.testing.assert_allclose(s.eval(var0=x, var1=w)[0].asnumpy(), y.asnumpy())
     with pytest.raises(mx.MXNetError, match="record"):
         mx.autograd.get_symbol(mx.nd.ones((2,)))
+
+
+def test_partial_shapes_complete_each_other():
+    # MXNet 1.x: a 0 dimension is unknown; the known parts meet in the graph
+    a = mx.sym.var("a", shape=(0, 10))
+    b = mx.sym.var("b", shape=(12, 0))
+    assert (a + b).infer_shape()[0] == [(12, 10), (12, 10)]
+    fc = mx.sym.FullyConnected(a, num_hidden=21, name="fc")
+    d = fc + mx.sym.var("c", shape=(5, 0))
+    assert d.infer_shape()[0] == [(5, 10), (21, 10), (21,), (5, 21)]
+    x = mx.sym.var("x", shape=(0, 10, 0, 0))
+    conv = mx.sym.Convolution(x, num_filter=21, kernel=(3, 3), pad=(1, 1))
+    assert (conv + mx.sym.var("y", shape=(5, 21, 32, 32))).infer_shape()[0][0] == (5, 10, 32, 32)
+    cat = mx.sym.Concat(mx.sym.var("p", shape=(0, 10)), mx.sym.var("q", shape=(0, 5)), dim=1)
+    assert (mx.sym.var("r", shape=(2, 0)) + cat).infer_shape()[0] == [(2, 15), (2, 10), (2, 5)]
+    sl = mx.sym.SliceChannel(mx.sym.var("s", shape=(0, 15, 0)), num_outputs=3)
+    assert (sl[1] + mx.sym.var("t", shape=(3, 5, 2))).infer_shape()[0][0] == (3, 15, 2)
+    u, v = mx.sym.var("u"), mx.sym.var("v")
+    assert mx.sym.dot(u, v).infer_shape_partial(u=(0, 3, 4), v=(4, 5))[1] == [(0, 3, 5)]
+    assert mx.sym.batch_dot(u, v).infer_shape_partial(u=(0, 3, 4), v=(0, 0, 5))[1] == [()]
+    assert mx.sym.transpose(u, axes=(0, 3, 2, 1)).infer_shape_partial(u=(0, 3, 7, 9))[1] == [(0, 9, 7, 3)]
+    # still partial: infer_shape says it does not know
+    with pytest.warns(UserWarning):
+        assert mx.sym.exp(mx.sym.var("w", shape=(0, 3))).infer_shape() == (None, None, None)
+    with pytest.raises(mx.MXNetError):
+        (mx.sym.var("e", shape=(0, 10)) + mx.sym.var("f", shape=(3, 11))).infer_shape()
+    # a bound array with a 0 dimension is empty, not unknown
+    ex = mx.sym.exp(mx.sym.var("z")).bind(mx.cpu(), {"z": mx.nd.zeros((0, 3))})
+    assert ex.forward()[0].shape == (0, 3)

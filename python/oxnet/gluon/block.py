@@ -26,24 +26,26 @@ from .utils import HookHandle, _brief_print_list, _indent
 __all__ = ["Block", "HybridBlock", "SymbolBlock"]
 
 
+try:  # the symbolic API is imported before gluon by oxnet/__init__.py
+    from .. import symbol as _symbol
+
+    _SymbolType = _symbol.Symbol
+except ImportError:  # pragma: no cover - a build without oxnet.symbol
+    _symbol = None
+    _SymbolType = ()
+
+
 def _symbol_module():
     """``oxnet.symbol`` when the symbolic API is present, else None."""
-    try:
-        from .. import symbol
-
-        return symbol
-    except ImportError:
-        return None
+    return _symbol
 
 
 def _cached_op_available():
-    sym = _symbol_module()
-    return sym is not None and hasattr(ndarray, "CachedOp")
+    return _symbol is not None and hasattr(ndarray, "CachedOp")
 
 
 def _is_symbol(x):
-    sym = _symbol_module()
-    return sym is not None and isinstance(x, sym.Symbol)
+    return isinstance(x, _SymbolType)
 
 
 class _FallbackNameManager:
@@ -647,7 +649,10 @@ class HybridBlock(Block):
     def forward(self, x, *args):
         """Run ``hybrid_forward`` with F=mx.nd on NDArrays (or F=mx.sym on
         Symbols); uses the cached graph when hybridized."""
-        has_symbol, has_ndarray, ctx_set, first_ctx = _gather_type_ctx_info([x] + list(args))
+        if isinstance(x, NDArray) and not args:  # the common case, without the walk over args
+            has_symbol, has_ndarray, ctx_set, first_ctx = False, True, None, x.context
+        else:
+            has_symbol, has_ndarray, ctx_set, first_ctx = _gather_type_ctx_info([x] + list(args))
         if has_symbol and has_ndarray:
             raise ValueError(
                 "In HybridBlock, we do not support mixed NDArrays and Symbols types for the input. "
@@ -661,7 +666,7 @@ class HybridBlock(Block):
         if has_ndarray:
             ctx = first_ctx
             if self._active and _cached_op_available():
-                if len(ctx_set) > 1:
+                if ctx_set is not None and len(ctx_set) > 1:
                     raise ValueError(
                         "Find multiple contexts in the input, After hybridized, the HybridBlock only supports "
                         "one input context. Find all contexts = {}".format(ctx_set)
@@ -799,8 +804,12 @@ class HybridBlock(Block):
                     "input format = {}".format(fmt, self._in_format)
                 )
         real = [a for a in flat if a is not None]
-        ctx = real[0].context
-        cargs = [real[i] if is_arg else i.data(ctx) for is_arg, i in self._cached_op_args]
+        key = real[0]._ctx
+        try:
+            cargs = [real[i] if is_arg else i._data[i._ctx_map[key]] for is_arg, i in self._cached_op_args]
+        except (KeyError, TypeError):  # not initialized there: data() raises the informative error
+            ctx = real[0].context
+            cargs = [real[i] if is_arg else i.data(ctx) for is_arg, i in self._cached_op_args]
         out = self._cached_op(*cargs)
         if isinstance(out, NDArray):
             out = [out]

@@ -179,7 +179,7 @@ class Parameter:
                 if len(arr_list) == 1:
                     return arr_list[0]
                 ctx = context.current_context()
-            idx = self._ctx_map.get(ctx) if self._ctx_map is not None else None
+            idx = self._ctx_map.get(ctx._pair()) if self._ctx_map is not None else None
             if idx is not None:
                 return arr_list[idx]
             raise RuntimeError(
@@ -267,7 +267,7 @@ class Parameter:
 
     def _init_impl(self, data, ctx_list):
         self._ctx_list = list(ctx_list)
-        self._ctx_map = {c: i for i, c in enumerate(self._ctx_list)}
+        self._ctx_map = {c._pair(): i for i, c in enumerate(self._ctx_list)}
         self._data = [data.copyto(c) for c in self._ctx_list]
         self._init_grad()
 

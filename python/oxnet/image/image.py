@@ -26,6 +26,8 @@ from ..base import DTypeError, MXIOError, numeric_types
 from ..ndarray import NDArray
 
 __all__ = [
+    "set_max_image_pixels",
+    "get_max_image_pixels",
     "imread",
     "imdecode",
     "imresize",
@@ -61,6 +63,27 @@ __all__ = [
     "ImageIter",
 ]
 
+
+
+def set_max_image_pixels(n):
+    """Set the largest image (width * height pixels) that ``imdecode``,
+    ``imread``, ``ImageIter``, ``ImageRecordIter`` and im2rec decode: a guard
+    against decompression bombs (a small file whose header claims a huge
+    image). ``n``: an int, or None (or 0) for no limit. The default is
+    Pillow's, about 89.5 million pixels, or the environment variable
+    ``OXNET_IMAGE_MAX_PIXELS`` when set. Returns the previous limit (None
+    when there was none). oxnet's own setting (MXNet has none)."""
+    if n is not None:
+        n = int(n)
+        if n < 0:
+            raise ValueError(f"set_max_image_pixels: n must be >= 0 or None, got {n}")
+    return _native.set_image_max_pixels(n)
+
+
+def get_max_image_pixels():
+    """The current pixel limit of the image decoders (int, or None for no
+    limit); see :func:`set_max_image_pixels`."""
+    return _native.image_max_pixels()
 
 def _as_bytes(buf, fn="imdecode"):
     if isinstance(buf, NDArray):

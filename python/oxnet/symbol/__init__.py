@@ -24,6 +24,8 @@ from .symbol import (  # noqa: F401
     zeros,
 )
 from .. import _native
+from . import subgraph  # noqa: F401
+from .subgraph import register_backend  # noqa: F401
 
 
 def _resolve(name):

@@ -258,12 +258,13 @@ class Symbol:
         if res[1] is None:
             arg_shapes, _, _ = self._infer_shape_impl(True, *args, **kwargs)
             names = self.list_arguments()
-            unknown = [n for n, s in zip(names, arg_shapes or []) if s is None]
+            unknown = [n for n, s in zip(names, arg_shapes or []) if not s or 0 in s]
             import warnings
 
             warnings.warn("Cannot decide shape for the following arguments (0s in shape means unknown "
                           "dimensions). Consider providing them as input:\n\t" +
-                          "\n\t".join("%s: ()" % n for n in unknown), stacklevel=2)
+                          "\n\t".join("%s: %s" % (n, s) for n, s in zip(names, arg_shapes)
+                                        if n in unknown), stacklevel=2)
         return res
 
     def infer_shape_partial(self, *args, **kwargs):
@@ -281,7 +282,8 @@ class Symbol:
         if partial:
             f = lambda v: [tuple(s) if s is not None else () for s in v]
             return f(a), f(o), f(x)
-        if any(s is None for s in a + o + x):
+        # a 0 dimension is unknown (MXNet 1.x's partial shapes)
+        if any(s is None or 0 in s for s in a + o + x):
             return None, None, None
         return [tuple(s) for s in a], [tuple(s) for s in o], [tuple(s) for s in x]
 
@@ -480,6 +482,12 @@ class Symbol:
         from .subgraph import optimize_for
 
         return optimize_for(self, backend, args, aux, ctx, **kwargs)
+
+    def get_backend_symbol(self, backend):
+        """The symbol partitioned by ``backend`` (``optimize_for`` without shapes)."""
+        from .subgraph import get_backend_symbol
+
+        return get_backend_symbol(self, backend)
 
 
 def _rename(h, name):

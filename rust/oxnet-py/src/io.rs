@@ -319,6 +319,20 @@ fn imdecode(
     wrap(py, a)
 }
 
+/// The decoders' pixel limit (None: no limit).
+#[pyfunction]
+fn image_max_pixels() -> Option<usize> {
+    let n = image::max_pixels();
+    (n != usize::MAX).then_some(n)
+}
+
+/// Set the decoders' pixel limit (None or 0: no limit); returns the old one.
+#[pyfunction]
+#[pyo3(signature = (n))]
+fn set_image_max_pixels(n: Option<usize>) -> Option<usize> {
+    image::set_max_pixels(n)
+}
+
 /// (height, width, channels) that imdecode would give, from the headers.
 #[pyfunction]
 #[pyo3(signature = (buf, flag=1))]
@@ -1087,6 +1101,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ImagePipeline>()?;
     m.add_function(wrap_pyfunction!(imdecode, m)?)?;
     m.add_function(wrap_pyfunction!(decode_shape, m)?)?;
+    m.add_function(wrap_pyfunction!(image_max_pixels, m)?)?;
+    m.add_function(wrap_pyfunction!(set_image_max_pixels, m)?)?;
     m.add_function(wrap_pyfunction!(imdecode_array, m)?)?;
     m.add_function(wrap_pyfunction!(image_resize, m)?)?;
     m.add_function(wrap_pyfunction!(image_resize_window, m)?)?;

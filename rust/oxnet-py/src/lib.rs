@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod autograd;
+mod data_iter;
 mod dlpack;
 mod errors;
 mod io;
@@ -30,6 +31,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     serialize::register(m)?;
     profiler::register(m)?;
     io::register(m)?;
+    data_iter::register(m)?;
     symbol::register(m)?;
     Ok(())
 }

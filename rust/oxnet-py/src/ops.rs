@@ -37,6 +37,11 @@ impl Op {
     fn has_grad(&self) -> bool {
         self.def.grad.is_some()
     }
+    /// Whether the operator is element-wise (fusable).
+    #[getter]
+    fn pointwise(&self) -> bool {
+        self.def.pointwise.is_some()
+    }
     fn __repr__(&self) -> String {
         format!("<Op {}>", self.def.name)
     }

@@ -82,6 +82,18 @@ impl SymbolHandle {
         Ok(def.input_names(&call))
     }
 
+    /// A subgraph node (`_CachedOp`) running `inner` over `inputs`.
+    #[staticmethod]
+    fn subgraph(inner: &SymbolHandle, inputs: Vec<PyRef<'_, SymbolHandle>>, name: &str) -> PyResult<Self> {
+        let ins = inputs.iter().map(|s| s.inner.clone()).collect();
+        Symbol::subgraph(inner.inner.clone(), ins, name).py_err().map(handle)
+    }
+
+    /// The graph with every subgraph node replaced by its inner graph.
+    fn inline_subgraphs(&self) -> PyResult<Self> {
+        self.inner.inline_subgraphs().py_err().map(handle)
+    }
+
     #[staticmethod]
     fn group(parts: Vec<PyRef<'_, SymbolHandle>>) -> Self {
         let v: Vec<Symbol> = parts.iter().map(|p| p.inner.clone()).collect();
@@ -144,6 +156,12 @@ impl SymbolHandle {
             ))
         })?;
         Ok(handle(Symbol { outputs: vec![e] }))
+    }
+
+    /// Per node of the graph (in `tojson` order), how many outputs a user
+    /// sees (what `get_internals` lists for it).
+    fn visible_output_counts(&self) -> Vec<usize> {
+        self.inner.indexed().nodes.iter().map(|n| n.num_visible()).collect()
     }
 
     fn get_internals(&self) -> Self {
@@ -210,7 +228,7 @@ impl SymbolHandle {
     /// (argument shapes, output shapes, auxiliary shapes), None where unknown.
     fn infer_shape(&self, known: HashMap<String, Vec<usize>>) -> PyResult<Inferred<Shape>> {
         let g = self.inner.indexed();
-        let v = infer::infer_shapes(&g, &given(&g, &known)?).py_err()?;
+        let v = infer::infer_shapes(&g, &given(&g, &known)?, true).py_err()?;
         Ok(split_inferred(&g, &v))
     }
 

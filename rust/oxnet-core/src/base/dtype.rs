@@ -117,6 +117,11 @@ pub trait Elem: Copy + Send + Sync + 'static + PartialOrd + Default {
     fn from_i64(v: i64) -> Self {
         Self::from_f64(v as f64)
     }
+    /// Exact for integer types (never through float64, which holds only
+    /// 53 bits); floats truncate toward zero and saturate.
+    fn to_i64(self) -> i64 {
+        self.to_f64() as i64
+    }
 }
 
 macro_rules! impl_elem_num {
@@ -142,6 +147,10 @@ macro_rules! impl_elem_num {
             #[inline(always)]
             fn from_i64(v: i64) -> Self {
                 v as $t
+            }
+            #[inline(always)]
+            fn to_i64(self) -> i64 {
+                self as i64
             }
         }
     };

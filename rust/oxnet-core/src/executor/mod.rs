@@ -110,6 +110,8 @@ impl Plan {
         aux_types: &[DType],
         grad_req: &[GradReq],
     ) -> Result<Plan> {
+        let flat = sym.inline_subgraphs()?;
+        let sym = &flat;
         let fg = sym.indexed();
         let args = fg.arg_nodes();
         let auxs = fg.aux_nodes();
@@ -174,7 +176,7 @@ impl Plan {
             .chain(auxs.iter().zip(aux_types))
             .map(|(&n, t)| (n, *t))
             .collect();
-        let fs = known_or_err(&infer::infer_shapes(&fg, &given_s)?, &fg, "shape")?;
+        let fs = known_or_err(&infer::infer_shapes(&fg, &given_s, false)?, &fg, "shape")?;
         let ft = known_or_err(&infer::infer_types(&fg, &given_t)?, &fg, "dtype")?;
         let mut gs: Vec<(usize, Shape)> = Vec::new();
         let mut gt: Vec<(usize, DType)> = Vec::new();
@@ -191,7 +193,7 @@ impl Plan {
             gs.push((j, s));
             gt.push((j, t));
         }
-        let shapes = known_or_err(&infer::infer_shapes(&g, &gs)?, &g, "shape")?;
+        let shapes = known_or_err(&infer::infer_shapes(&g, &gs, false)?, &g, "shape")?;
         let dtypes = known_or_err(&infer::infer_types(&g, &gt)?, &g, "dtype")?;
         let fwd_set: std::collections::HashSet<usize> =
             fg.nodes.iter().filter_map(|n| find(n)).collect();

@@ -56,6 +56,7 @@ fn infer_entries<T: Slot>(
     g: &IndexedGraph,
     mut known: Vec<Option<T>>,
     what: &str,
+    combine: fn(&T, &T) -> Option<T>,
     f: impl Fn(usize, &mut [Option<T>], &mut [Option<T>]) -> Result<()>,
 ) -> Result<Vec<Option<T>>> {
     let n = g.nodes.len();
@@ -82,25 +83,30 @@ fn infer_entries<T: Slot>(
                 .map(|k| known[g.entry(i, k)].clone())
                 .collect();
             let before_in = ins.clone();
-            let before_out = outs.clone();
             f(i, &mut ins, &mut outs).map_err(|e| in_node(g, i, e))?;
             for (k, v) in ins.into_iter().enumerate() {
                 let (s, o) = g.inputs[i][k];
                 let e = g.entry(s, o);
-                if v.is_some() && before_in[k] != v {
-                    if let (Some(old), Some(new)) = (&known[e], &v) {
-                        if old != new {
-                            return Err(conflict(g, i, what, k, old, new));
-                        }
+                if let (Some(new), true) = (v, before_in[k].is_some() || known[e].is_none()) {
+                    let merged = match &known[e] {
+                        None => new,
+                        Some(old) => combine(old, &new).ok_or_else(|| conflict(g, i, what, k, old, &new))?,
+                    };
+                    if known[e].as_ref() != Some(&merged) {
+                        known[e] = Some(merged);
+                        changed = true;
                     }
-                    known[e] = v;
-                    changed = true;
                 }
             }
             for (k, v) in outs.into_iter().enumerate() {
                 let e = g.entry(i, k);
-                if v.is_some() && before_out[k] != v {
-                    known[e] = v;
+                let Some(new) = v else { continue };
+                let merged = match &known[e] {
+                    None => new,
+                    Some(old) => combine(old, &new).ok_or_else(|| out_conflict(g, i, what, k, old, &new))?,
+                };
+                if known[e].as_ref() != Some(&merged) {
+                    known[e] = Some(merged);
                     changed = true;
                 }
             }
@@ -144,26 +150,92 @@ fn conflict<T: Slot>(g: &IndexedGraph, i: usize, what: &str, k: usize, old: &T, 
     }
 }
 
+fn out_conflict<T: Slot>(g: &IndexedGraph, i: usize, what: &str, k: usize, old: &T, new: &T) -> Error {
+    let node = &g.nodes[i];
+    let msg = format!(
+        "{}(name={}): output {k} has {what} {} by its own inference, but {} from the operators that read it",
+        node.def().map(|d| d.name).unwrap_or("null"),
+        node.name,
+        new.describe(),
+        old.describe()
+    );
+    if what == "shape" {
+        Error::Shape(msg)
+    } else {
+        Error::DType(msg)
+    }
+}
+
+fn exact<T: Clone + PartialEq>(a: &T, b: &T) -> Option<T> {
+    (a == b).then(|| a.clone())
+}
+
 /// Entry shapes, given the shapes of some variables (by node index).
-/// Variables' `__shape__` attributes count as known.
-pub fn infer_shapes(g: &IndexedGraph, given: &[(usize, Shape)]) -> Result<Vec<Option<Shape>>> {
+/// Variables' `__shape__` attributes count as known. With `partial`, a 0
+/// dimension (in a given shape or a `__shape__`) means "unknown", as in
+/// MXNet 1.x's `infer_shape`; without, shapes are exact (a bound array of
+/// shape (0, 3) is empty).
+pub fn infer_shapes(
+    g: &IndexedGraph,
+    given: &[(usize, Shape)],
+    partial: bool,
+) -> Result<Vec<Option<Shape>>> {
     let mut known: Vec<Option<Shape>> = vec![None; g.num_entries()];
     for &v in &g.input_nodes {
-        if let Some(s) = g.nodes[v].attr("__shape__").and_then(|s| parse_shape_attr(&s)) {
+        let attr = g.nodes[v].attr("__shape__");
+        let s = match (&attr, partial) {
+            (Some(a), true) => parse_partial_attr(a),
+            (Some(a), false) => parse_shape_attr(a),
+            (None, _) => None,
+        };
+        if let Some(s) = s {
             known[g.entry(v, 0)] = Some(s);
         }
     }
     for (v, s) in given {
         known[g.entry(*v, 0)] = Some(s.clone());
     }
-    infer_entries(g, known, "shape", |i, ins, outs| {
+    let combine: fn(&Shape, &Shape) -> Option<Shape> = if partial { super::partial::merge } else { exact };
+    infer_entries(g, known, "shape", combine, |i, ins, outs| {
         let call = g.nodes[i].op.as_ref().expect("operator node");
         if deferred_shape(call) {
             // learned from the consumers (MXNet 1.x: 0 means unknown)
             return Ok(());
         }
-        (call.def.infer_shape)(call, ins, outs)
+        if !partial {
+            return (call.def.infer_shape)(call, ins, outs);
+        }
+        // the operator sees whole shapes; the partial rule the rest
+        let keep_in: Vec<Option<Shape>> = ins.to_vec();
+        let keep_out: Vec<Option<Shape>> = outs.to_vec();
+        for x in ins.iter_mut().chain(outs.iter_mut()) {
+            if x.as_ref().is_some_and(super::partial::is_partial) {
+                *x = None;
+            }
+        }
+        (call.def.infer_shape)(call, ins, outs)?;
+        for (x, k) in ins.iter_mut().zip(keep_in).chain(outs.iter_mut().zip(keep_out)) {
+            if x.is_none() {
+                *x = k;
+            }
+        }
+        super::partial::apply(call, ins, outs)
     })
+}
+
+/// A `__shape__` attribute with 0 (or -1) for unknown dimensions.
+fn parse_partial_attr(s: &str) -> Option<Shape> {
+    let t = s.trim().trim_start_matches(['(', '[']).trim_end_matches([')', ']']);
+    let mut out = Vec::new();
+    for p in t.split(',') {
+        let p = p.trim().trim_end_matches('L');
+        if p.is_empty() {
+            continue;
+        }
+        let v: i64 = p.parse().ok()?;
+        out.push(v.max(0) as usize);
+    }
+    Some(out)
 }
 
 /// An operator without inputs whose `shape` parameter has a 0 dimension:
@@ -193,7 +265,7 @@ pub fn infer_types(g: &IndexedGraph, given: &[(usize, DType)]) -> Result<Vec<Opt
     for (v, t) in given {
         known[g.entry(*v, 0)] = Some(*t);
     }
-    infer_entries(g, known, "dtype", |i, ins, outs| {
+    infer_entries(g, known, "dtype", exact, |i, ins, outs| {
         let call = g.nodes[i].op.as_ref().expect("operator node");
         (call.def.infer_type)(call, ins, outs)
     })

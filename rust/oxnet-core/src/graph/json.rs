@@ -52,7 +52,11 @@ pub fn to_json(sym: &Symbol) -> String {
             .iter()
             .map(|&(s, k)| format!("[{s}, {k}, 0]"))
             .collect();
-        let _ = write!(out, ",\n      \"inputs\": {}\n    }}", ints(&ins));
+        let _ = write!(out, ",\n      \"inputs\": {}", ints(&ins));
+        if let Some(inner) = n.op.as_ref().and_then(|c| super::subgraph::inner(c)) {
+            let _ = write!(out, ",\n      \"subgraphs\": [{}]", to_json(inner));
+        }
+        out.push_str("\n    }");
     }
     out.push_str("\n  ], \n");
     let args: Vec<String> = g.input_nodes.iter().map(|i| i.to_string()).collect();
@@ -109,6 +113,10 @@ fn entry_ref(v: &Value, what: &str) -> Result<(usize, usize)> {
 pub fn from_json(text: &str) -> Result<Symbol> {
     let root: Value =
         serde_json::from_str(text).map_err(|e| bad(format!("not valid JSON: {e}")))?;
+    from_value(&root)
+}
+
+fn from_value(root: &Value) -> Result<Symbol> {
     let nodes_v = root
         .get("nodes")
         .and_then(|v| v.as_array())
@@ -166,6 +174,29 @@ pub fn from_json(text: &str) -> Result<Symbol> {
                 name,
                 attrs: RwLock::new(user),
                 inputs: Vec::new(),
+            }));
+            continue;
+        }
+        if op == "_CachedOp" {
+            let inner = nv
+                .get("subgraphs")
+                .and_then(|v| v.as_array())
+                .and_then(|v| v.first())
+                .ok_or_else(|| bad(format!("node '{name}' (_CachedOp) has no subgraph")))?;
+            let inner = from_value(inner).map_err(|e| bad(format!("in the subgraph of '{name}': {}", e.message())))?;
+            let call = super::subgraph::subgraph_call(inner);
+            let want = call.def.n_inputs(&call);
+            if want != inputs.len() {
+                return Err(bad(format!(
+                    "node '{name}' (_CachedOp) has {} input(s); its subgraph takes {want}",
+                    inputs.len()
+                )));
+            }
+            nodes.push(Arc::new(Node {
+                op: Some(Arc::new(call)),
+                name,
+                attrs: RwLock::new(user.into_iter().collect::<BTreeMap<_, _>>()),
+                inputs,
             }));
             continue;
         }

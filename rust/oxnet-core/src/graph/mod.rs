@@ -19,6 +19,8 @@ pub mod gradient;
 pub mod indexed;
 pub mod infer;
 pub mod json;
+pub mod partial;
+pub mod subgraph;
 
 pub use indexed::IndexedGraph;
 

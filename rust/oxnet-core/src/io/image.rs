@@ -125,9 +125,68 @@ pub fn sniff(data: &[u8]) -> Option<ImageFormat> {
     }
 }
 
-/// Largest decoded image accepted (pixels), to bound memory on hostile input.
-pub const MAX_PIXELS: usize = 1 << 28;
+/// The default limit on a decoded image's pixels, Pillow's
+/// `MAX_IMAGE_PIXELS` (1 GiB of 4-byte pixels / 3: about 89.5 million).
+pub const DEFAULT_MAX_PIXELS: usize = (1 << 30) / 4 / 3;
 const MAX_SIDE: usize = 1 << 16;
+
+/// 0 = not read yet (the limit itself is never 0: 0 means "no limit",
+/// stored as usize::MAX).
+static MAX_PIXELS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The largest image (width x height) the decoders accept, a guard against
+/// decompression bombs: `OXNET_IMAGE_MAX_PIXELS` (0 or "none": no limit)
+/// or [`set_max_pixels`], else [`DEFAULT_MAX_PIXELS`].
+pub fn max_pixels() -> usize {
+    use std::sync::atomic::Ordering;
+    let v = MAX_PIXELS.load(Ordering::Relaxed);
+    if v != 0 {
+        return v;
+    }
+    let v = match std::env::var("OXNET_IMAGE_MAX_PIXELS") {
+        Ok(s) if s.trim().eq_ignore_ascii_case("none") => usize::MAX,
+        Ok(s) => match s.trim().parse::<usize>() {
+            Ok(0) => usize::MAX,
+            Ok(n) => n,
+            Err(_) => DEFAULT_MAX_PIXELS,
+        },
+        Err(_) => DEFAULT_MAX_PIXELS,
+    };
+    MAX_PIXELS.store(v, Ordering::Relaxed);
+    v
+}
+
+/// Set the pixel limit (`None`: no limit); returns the previous one.
+pub fn set_max_pixels(n: Option<usize>) -> Option<usize> {
+    let old = max_pixels();
+    let v = match n {
+        None | Some(0) => usize::MAX,
+        Some(n) => n,
+    };
+    MAX_PIXELS.store(v, std::sync::atomic::Ordering::Relaxed);
+    (old != usize::MAX).then_some(old)
+}
+
+/// Refuse an image whose header claims more pixels than the limit, before
+/// anything is allocated for it.
+pub fn check_pixels(kind: &str, w: usize, h: usize) -> Result<()> {
+    if w == 0 || h == 0 {
+        return Err(Error::Decode(format!(
+            "imdecode: {kind} size {w}x{h} is empty"
+        )));
+    }
+    let limit = max_pixels();
+    if w.saturating_mul(h) > limit {
+        return Err(Error::Decode(format!(
+            "imdecode: {kind} size {w}x{h} ({} pixels) exceeds the limit of {limit} pixels \
+             (a guard against decompression bombs); raise it with the environment variable \
+             OXNET_IMAGE_MAX_PIXELS=<pixels> or mx.image.set_max_image_pixels(<pixels>) \
+             (None: no limit)",
+            w * h
+        )));
+    }
+    Ok(())
+}
 
 fn check_flag(flag: i32) -> Result<usize> {
     match flag {
@@ -158,6 +217,8 @@ pub fn decode_shape(data: &[u8], flag: i32) -> Result<(usize, usize, usize)> {
             let info = d
                 .info()
                 .ok_or_else(|| Error::Decode("imdecode: invalid JPEG headers".into()))?;
+            // the size checks, before the caller allocates for the pixels
+            check_jpeg_frame(data, info.width as usize, info.height as usize)?;
             Ok((info.height as usize, info.width as usize, c))
         }
         Some(ImageFormat::Png) => {
@@ -172,9 +233,10 @@ pub fn decode_shape(data: &[u8], flag: i32) -> Result<(usize, usize, usize)> {
             }
             let w = u32::from_be_bytes([data[16], data[17], data[18], data[19]]) as usize;
             let h = u32::from_be_bytes([data[20], data[21], data[22], data[23]]) as usize;
-            if w == 0 || h == 0 || w > MAX_SIDE || h > MAX_SIDE || w * h > MAX_PIXELS {
+            check_pixels("PNG", w, h)?;
+            if w > MAX_SIDE || h > MAX_SIDE {
                 return Err(Error::Decode(format!(
-                    "imdecode: PNG size {w}x{h} is empty or too large"
+                    "imdecode: PNG size {w}x{h} is too large (sides up to {MAX_SIDE})"
                 )));
             }
             Ok((h, w, c))
@@ -284,18 +346,56 @@ fn jpeg_has_eoi_after_last_scan(data: &[u8]) -> bool {
     false
 }
 
-/// The checks every JPEG gets before its pixels are decoded: a sane size
-/// and an end-of-image marker after the last scan.
-fn check_jpeg(data: &[u8], w: usize, h: usize) -> Result<()> {
-    if w == 0 || h == 0 || w * h > MAX_PIXELS {
-        return Err(Error::Decode(format!(
-            "imdecode: JPEG size {w}x{h} is empty or too large"
-        )));
+/// Bytes of entropy-coded data a JPEG holds at most: everything after its
+/// first start-of-scan marker (later tables and markers included, so this
+/// never undercounts).
+fn jpeg_scan_bytes(data: &[u8]) -> usize {
+    let mut p = 2;
+    while p + 4 <= data.len() {
+        if data[p] != 0xFF {
+            return 0; // not a marker where one belongs: let the decoder say
+        }
+        let m = data[p + 1];
+        if m == 0xFF {
+            p += 1; // fill byte
+            continue;
+        }
+        let len = u16::from_be_bytes([data[p + 2], data[p + 3]]) as usize;
+        if m == 0xDA {
+            return data.len().saturating_sub(p + 2 + len);
+        }
+        p += 2 + len;
     }
+    0
+}
+
+/// The checks every JPEG gets before its pixels are decoded: a size within
+/// the pixel limit, an end-of-image marker after the last scan, and enough
+/// entropy-coded data to cover the frame: every 8x8 block of the
+/// full-resolution component costs at least one bit (its DC code, in a
+/// sequential or a progressive file), so a file with less claims a frame
+/// its data cannot fill (a decompression bomb's patched header).
+fn check_jpeg(data: &[u8], w: usize, h: usize) -> Result<()> {
+    check_jpeg_frame(data, w, h)?;
     if !jpeg_has_eoi_after_last_scan(data) {
         return Err(Error::Decode(format!(
             "imdecode: truncated JPEG: no end-of-image marker after the last scan ({})",
             describe_start(data)
+        )));
+    }
+    Ok(())
+}
+
+/// The size checks of [`check_jpeg`]: the pixel limit and the lower bound
+/// on the entropy-coded data.
+fn check_jpeg_frame(data: &[u8], w: usize, h: usize) -> Result<()> {
+    check_pixels("JPEG", w, h)?;
+    let blocks = w.div_ceil(8) * h.div_ceil(8);
+    let bytes = jpeg_scan_bytes(data);
+    if bytes.saturating_mul(8) < blocks {
+        return Err(Error::Decode(format!(
+            "imdecode: corrupt JPEG: its {bytes} bytes of entropy-coded data end long before \
+             the {w}x{h} frame ({blocks} blocks of at least one bit each) is covered"
         )));
     }
     Ok(())
@@ -377,7 +477,7 @@ fn decode_jpeg(data: &[u8], c: usize, to_rgb: bool, buf: Vec<u8>) -> Result<Imag
                 w: f.width,
                 h: f.height,
             };
-            match decode_window(&f, all, c, to_rgb, buf) {
+            match decode_window(&f, all, c, to_rgb, buf)? {
                 Ok(img) => return Ok(img),
                 Err(buf) => buf,
             }
@@ -424,7 +524,7 @@ pub fn imdecode_into(
         if dst.len() != w * h * c {
             return Err(size_err((h, w, c)));
         }
-        if baseline_into(&f, Rect { x: 0, y: 0, w, h }, c, to_rgb, dst) {
+        if baseline_into(&f, Rect { x: 0, y: 0, w, h }, c, to_rgb, dst)? {
             return Ok((h, w, c));
         }
     }
@@ -452,35 +552,51 @@ pub fn imdecode_into(
 /// Window `win` of a frame the baseline decoder handles into `out`
 /// (win.w * win.h * c bytes), RGB or BGR; false when the decoder gives up on
 /// the stream.
-fn baseline_into(f: &jpeg::Frame<'_>, win: Rect, c: usize, to_rgb: bool, out: &mut [u8]) -> bool {
-    if f.decode(win, c, out).is_err() {
-        return false;
+fn baseline_into(
+    f: &jpeg::Frame<'_>,
+    win: Rect,
+    c: usize,
+    to_rgb: bool,
+    out: &mut [u8],
+) -> Result<bool> {
+    match f.decode(win, c, out) {
+        Ok(()) => {}
+        // data that ran out is refused (OpenCV and MXNet raise), never
+        // handed to the other decoder, which would fill the rest with gray
+        Err(jpeg::Bad(m)) if m == jpeg::DATA_ENDS => {
+            return Err(Error::Decode(format!(
+                "imdecode: corrupt JPEG ({}x{}): {m}",
+                f.width, f.height
+            )))
+        }
+        Err(_) => return Ok(false),
     }
     if !to_rgb {
         swap_rb_pixels(out, c);
     }
-    true
+    Ok(true)
 }
 
 /// Window `win` of a frame the baseline decoder handles, into `buf`'s
-/// allocation; `Err(buf)` when the decoder gives up on the stream.
+/// allocation; `Ok(Err(buf))` when the decoder gives up on the stream
+/// (another decoder may try), `Err` when the stream is corrupt.
 fn decode_window(
     f: &jpeg::Frame<'_>,
     win: Rect,
     c: usize,
     to_rgb: bool,
     buf: Vec<u8>,
-) -> std::result::Result<Image, Vec<u8>> {
+) -> Result<std::result::Result<Image, Vec<u8>>> {
     let mut data = sized(buf, win.w * win.h * c);
-    if !baseline_into(f, win, c, to_rgb, &mut data) {
-        return Err(data);
+    if !baseline_into(f, win, c, to_rgb, &mut data)? {
+        return Ok(Err(data));
     }
-    Ok(Image {
+    Ok(Ok(Image {
         height: win.h,
         width: win.w,
         channels: c,
         data,
-    })
+    }))
 }
 
 /// One image's bytes with its headers read: the size is known before any
@@ -540,7 +656,7 @@ impl<'a> Decoding<'a> {
             h: win.h.clamp(1, self.height - y),
         };
         let buf = match &self.frame {
-            Some(f) => match decode_window(f, win, self.channels, self.to_rgb, buf) {
+            Some(f) => match decode_window(f, win, self.channels, self.to_rgb, buf)? {
                 Ok(img) => return Ok((img, win)),
                 Err(buf) => buf,
             },
@@ -585,15 +701,14 @@ fn decode_png(data: &[u8], c: usize, to_rgb: bool, buf: Vec<u8>) -> Result<Image
         ))
     };
     let mut d = zune_png::PngDecoder::new_with_options(ZCursor::new(data), png_options());
+    // the size from IHDR first: nothing is read or allocated for an image
+    // beyond the pixel limit
+    decode_shape(data, if c == 3 { 1 } else { 0 })?;
     d.decode_headers().map_err(|e| err(&e))?;
     let (w, h) = d
         .dimensions()
         .ok_or_else(|| Error::Decode("imdecode: invalid PNG headers".into()))?;
-    if w == 0 || h == 0 || w * h > MAX_PIXELS {
-        return Err(Error::Decode(format!(
-            "imdecode: PNG size {w}x{h} is empty or too large"
-        )));
-    }
+    check_pixels("PNG", w, h)?;
     let cs = d
         .colorspace()
         .ok_or_else(|| Error::Decode("imdecode: invalid PNG colour type".into()))?;
@@ -1782,6 +1897,44 @@ mod tests {
 
     fn load(name: &str) -> Vec<u8> {
         std::fs::read(data_dir().join(name)).unwrap()
+    }
+
+    /// The JPEG with its frame header claiming `w` x `h`.
+    fn patch_size(mut b: Vec<u8>, w: u16, h: u16) -> Vec<u8> {
+        let mut p = 2;
+        loop {
+            let len = u16::from_be_bytes([b[p + 2], b[p + 3]]) as usize;
+            if matches!(b[p + 1], 0xC0..=0xC2) {
+                b[p + 5..p + 7].copy_from_slice(&h.to_be_bytes());
+                b[p + 7..p + 9].copy_from_slice(&w.to_be_bytes());
+                return b;
+            }
+            p += 2 + len;
+        }
+    }
+
+    #[test]
+    fn bombs_and_starved_jpegs_are_refused() {
+        let good = load("chelsea_160x107_thumb.jpg");
+        let msg = |r: Result<Image>| r.err().map(|e| e.message()).unwrap_or_default();
+        // beyond the pixel limit: refused from the header
+        let bomb = patch_size(good.clone(), 16384, 16384);
+        let e = decode_shape(&bomb, 1).unwrap_err().message();
+        assert!(e.contains("exceeds the limit") && e.contains("OXNET_IMAGE_MAX_PIXELS"), "{e}");
+        assert!(msg(imdecode(&bomb, 1, true)).contains("exceeds the limit"));
+        // within the limit but far more blocks than the data has bits
+        let big = patch_size(good.clone(), 6000, 6000);
+        let e = decode_shape(&big, 1).unwrap_err().message();
+        assert!(e.contains("end long before"), "{e}");
+        // twice the size: the data runs out while decoding
+        let twice = patch_size(good.clone(), 320, 214);
+        assert!(decode_shape(&twice, 1).is_ok());
+        let e = msg(imdecode(&twice, 1, true));
+        assert!(e.contains(jpeg::DATA_ENDS), "{e}");
+        let mut out = vec![0u8; 320 * 214 * 3];
+        let e = imdecode_into(&twice, 1, true, &mut out).unwrap_err().message();
+        assert!(e.contains(jpeg::DATA_ENDS), "{e}");
+        assert!(imdecode(&good, 1, true).is_ok());
     }
 
     struct Ref {

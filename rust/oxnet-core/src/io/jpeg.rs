@@ -133,7 +133,20 @@ struct Bits<'a> {
     pos: usize,
     bits: u64,
     nbits: u32,
+    /// Zero bytes fed since the data ran out (or met a marker).
+    pad: u32,
+    /// Padding bits consumed in earlier restart intervals.
+    overrun: u64,
 }
+
+/// The error of a scan whose data ran out long before its blocks were
+/// decoded (a truncated file, or a bomb's patched header): a hard error,
+/// not a reason to try another decoder.
+pub const DATA_ENDS: &str = "the entropy-coded data ends long before the frame is covered";
+
+/// Padding bits a scan may consume before its data counts as ended (an
+/// encoder that drops the last partial byte costs a few).
+const OVERRUN_SLACK: u64 = 1024;
 
 impl<'a> Bits<'a> {
     #[inline(always)]
@@ -169,8 +182,12 @@ impl<'a> Bits<'a> {
                 } else if self.data.get(self.pos + 1) == Some(&0) {
                     b = 0xFF;
                     self.pos += 2;
+                } else {
+                    // a marker: stay on it and read zeros
+                    self.pad += 1;
                 }
-                // else: a marker; stay on it and read zeros
+            } else {
+                self.pad += 1;
             }
             self.bits |= (b as u64) << (56 - self.nbits);
             self.nbits += 8;
@@ -187,6 +204,20 @@ impl<'a> Bits<'a> {
     fn skip(&mut self, n: u32) {
         self.bits <<= n;
         self.nbits -= n;
+    }
+
+    /// Padding bits consumed so far: bits decoded past the end of the data.
+    fn overrun_bits(&self) -> u64 {
+        self.overrun + (self.pad as u64 * 8).saturating_sub(self.nbits as u64)
+    }
+
+    /// An error when the scan consumed more padding than a sane encoder's
+    /// last byte explains.
+    fn check_overrun(&self) -> R<()> {
+        if self.overrun_bits() > OVERRUN_SLACK {
+            return Err(Bad(DATA_ENDS));
+        }
+        Ok(())
     }
 
     #[inline(always)]
@@ -215,6 +246,8 @@ impl<'a> Bits<'a> {
     /// Skip to the restart marker after an interval and past it.
     #[inline(never)]
     fn restart(mut self) -> R<Self> {
+        self.overrun = self.overrun_bits();
+        self.pad = 0;
         self.bits = 0;
         self.nbits = 0;
         let d = self.data;
@@ -1081,6 +1114,8 @@ impl Frame<'_> {
             pos: 0,
             bits: 0,
             nbits: 0,
+            pad: 0,
+            overrun: 0,
         };
         let mx_n = self.mcu_counts().0;
         let mut preds = [0i32; 3];
@@ -1131,6 +1166,7 @@ impl Frame<'_> {
                     }
                 }
             }
+            br.check_overrun()?;
             if inside_y {
                 emit(planes, self.rows_ready(my));
             }
@@ -1310,6 +1346,8 @@ impl Frame<'_> {
             pos: 0,
             bits: 0,
             nbits: 0,
+            pad: 0,
+            overrun: 0,
         };
         let mut preds = [0i32; 4];
         let mut eobrun = 0u32;
@@ -1372,6 +1410,7 @@ impl Frame<'_> {
                     }
                 }
             }
+            br.check_overrun()?;
         }
         // the next marker: the reader never moves past one
         let mut q = at + br.pos;

@@ -51,6 +51,9 @@ pub fn fmt_f64(v: f64) -> String {
 pub trait UnaryFn: Send + Sync + 'static {
     fn f32(x: f32) -> f32;
     fn f64(x: f64) -> f64;
+    /// The exact integer form (wrapping), for functions that map integers
+    /// to integers; the others compute integer inputs through float64.
+    const INT: Option<fn(i64) -> i64> = None;
 }
 
 macro_rules! unary_fn {
@@ -67,6 +70,20 @@ macro_rules! unary_fn {
             fn f64($x: f64) -> f64 {
                 $body
             }
+        }
+    };
+    ($S:ident, $x:ident => $body:expr, int: $ix:ident => $ibody:expr) => {
+        pub struct $S;
+        impl UnaryFn for $S {
+            #[inline(always)]
+            fn f32($x: f32) -> f32 {
+                $body
+            }
+            #[inline(always)]
+            fn f64($x: f64) -> f64 {
+                $body
+            }
+            const INT: Option<fn(i64) -> i64> = Some(|$ix: i64| -> i64 { $ibody });
         }
     };
 }
@@ -255,8 +272,8 @@ impl FastTrans for f64 {
     }
 }
 
-unary_fn!(Abs, x => x.abs());
-unary_fn!(Neg, x => -x);
+unary_fn!(Abs, x => x.abs(), int: x => x.wrapping_abs());
+unary_fn!(Neg, x => -x, int: x => x.wrapping_neg());
 unary_fn!(Exp, x => x.exp());
 unary_fn!(Log, x => x.ln());
 unary_fn!(Log2, x => x.log2());
@@ -267,7 +284,7 @@ unary_fn!(Sqrt, x => x.sqrt());
 unary_fn!(Rsqrt, x => 1.0 / x.sqrt());
 unary_fn!(Cbrt, x => x.cbrt());
 unary_fn!(Rcbrt, x => 1.0 / x.cbrt());
-unary_fn!(Square, x => x * x);
+unary_fn!(Square, x => x * x, int: x => x.wrapping_mul(x));
 unary_fn!(Reciprocal, x => 1.0 / x);
 unary_fn!(Sin, x => x.sin());
 unary_fn!(Cos, x => x.cos());
@@ -282,37 +299,52 @@ unary_fn!(Arcsinh, x => x.asinh());
 unary_fn!(Arccosh, x => x.acosh());
 unary_fn!(Arctanh, x => x.atanh());
 unary_fn!(Sigmoid, x => x.sigmoid_());
-unary_fn!(Relu, x => if x > 0.0 { x } else { 0.0 });
+// NaN stays NaN (MXNet's mshadow_op::relu, NumPy's maximum)
+unary_fn!(Relu, x => if x > 0.0 || x.is_nan() { x } else { 0.0 }, int: x => x.max(0));
 unary_fn!(Softsign, x => x / (1.0 + x.abs()));
-unary_fn!(Sign, x => if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { 0.0 });
-unary_fn!(Floor, x => x.floor());
-unary_fn!(Ceil, x => x.ceil());
-unary_fn!(Round, x => x.round());
+unary_fn!(Sign, x => if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { 0.0 }, int: x => x.signum());
+unary_fn!(Floor, x => x.floor(), int: x => x);
+unary_fn!(Ceil, x => x.ceil(), int: x => x);
+unary_fn!(Round, x => x.round(), int: x => x);
 // MXNet's rule: the nearer integer, and the lower one at a tie (1.5 -> 1,
 // -2.5 -> -3), not NumPy's ties-to-even.
-unary_fn!(Rint, x => { let (f, c) = (x.floor(), x.ceil()); if x - f <= c - x { f } else { c } });
-unary_fn!(Fix, x => x.trunc());
-unary_fn!(Trunc, x => x.trunc());
+unary_fn!(Rint, x => { let (f, c) = (x.floor(), x.ceil()); if x - f <= c - x { f } else { c } }, int: x => x);
+unary_fn!(Fix, x => x.trunc(), int: x => x);
+unary_fn!(Trunc, x => x.trunc(), int: x => x);
 unary_fn!(Degrees, x => x.to_degrees());
 unary_fn!(Radians, x => x.to_radians());
 unary_fn!(Erf_, x => x.erf_());
 unary_fn!(ErfInv, x => x.erfinv_());
 unary_fn!(LogicalNot, x => if x == 0.0 { 1.0 } else { 0.0 });
-unary_fn!(Identity, x => x);
+unary_fn!(Identity, x => x, int: x => x);
 
 fn unary_kernel<U: UnaryFn>(_: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> {
     let (x, y) = (&i[0], &o[0]);
     match x.dtype {
         DType::F32 => map1_wide(x.data::<f32>(), y.data_mut::<f32>(), U::f32),
         DType::F64 => map1(x.data::<f64>(), y.data_mut::<f64>(), U::f64),
-        _ => unary_other(x, y, U::f32, U::f64),
+        _ => unary_other(x, y, U::f32, U::f64, U::INT),
     }
     Ok(())
 }
 
 /// float16 and integer dtypes go through function pointers: one
 /// instantiation per dtype instead of one per operator and dtype.
-fn unary_other(x: &Blob, y: &Blob, f32f: fn(f32) -> f32, f64f: fn(f64) -> f64) {
+fn unary_other(
+    x: &Blob,
+    y: &Blob,
+    f32f: fn(f32) -> f32,
+    f64f: fn(f64) -> f64,
+    i64f: Option<fn(i64) -> i64>,
+) {
+    let int = matches!(x.dtype, DType::U8 | DType::I8 | DType::I32 | DType::I64);
+    if let (Some(f), true) = (i64f, int && x.dtype == y.dtype) {
+        // exact in the integer dtype (never through float64)
+        dispatch_dtype!(x.dtype, T => {
+            map1(x.data::<T>(), y.data_mut::<T>(), |v| T::from_i64(f(v.to_i64())))
+        });
+        return;
+    }
     match x.dtype {
         DType::F16 => map1(x.data::<f16>(), y.data_mut::<f16>(), |v| {
             f16::from_f32(f32f(v.to_f32()))
@@ -821,8 +853,8 @@ binary_fn!(Div, (a, b) => a / b, int: (a, b) => if b == 0 { 0 } else { a.wrappin
 binary_fn!(Mod, (a, b) => if b == 0.0 { 0.0 } else { let r = a % b; if r != 0.0 && ((r < 0.0) != (b < 0.0)) { r + b } else { r } },
     int: (a, b) => if b == 0 { 0 } else { a.rem_euclid(b) + if b < 0 && a.rem_euclid(b) != 0 { b } else { 0 } });
 binary_fn!(Power, (a, b) => a.powf(b), int: (a, b) => if b < 0 { if a == 1 { 1 } else if a == -1 { if b % 2 == 0 { 1 } else { -1 } } else { 0 } } else { a.wrapping_pow(b.min(u32::MAX as i64) as u32) });
-binary_fn!(Maximum, (a, b) => if a >= b { a } else { b }, int: (a, b) => a.max(b));
-binary_fn!(Minimum, (a, b) => if a <= b { a } else { b }, int: (a, b) => a.min(b));
+binary_fn!(Maximum, (a, b) => crate::ops::kernels::max_nan(a, b), int: (a, b) => a.max(b));
+binary_fn!(Minimum, (a, b) => crate::ops::kernels::min_nan(a, b), int: (a, b) => a.min(b));
 binary_fn!(Hypot, (a, b) => a.hypot(b), int: (a, b) => ((a as f64).hypot(b as f64)) as i64);
 binary_fn!(Equal, (a, b) => (a == b) as i32 as _, int: (a, b) => bool_i(a == b));
 binary_fn!(NotEqual, (a, b) => (a != b) as i32 as _, int: (a, b) => bool_i(a != b));
@@ -1458,12 +1490,19 @@ binary_op!(
 
 pub struct ScalarParam {
     pub scalar: f64,
+    /// The scalar as an integer, exact when it was written as one (a
+    /// float64 holds only 53 bits), else truncated toward zero: what an
+    /// integer array's operation uses.
+    pub int: i64,
 }
 
 fn parse_scalar(a: &Attrs) -> Result<Params> {
-    Ok(Box::new(ScalarParam {
-        scalar: a.p("scalar").f64("scalar", 0.0)?,
-    }))
+    let scalar = a.p("scalar").f64("scalar", 0.0)?;
+    let int = a
+        .raw("scalar")
+        .and_then(|s| s.trim().parse::<i64>().ok())
+        .unwrap_or(scalar.trunc() as i64);
+    Ok(Box::new(ScalarParam { scalar, int }))
 }
 
 fn scalar_kernel<F: BinaryFn, const REV: bool>(
@@ -1472,7 +1511,7 @@ fn scalar_kernel<F: BinaryFn, const REV: bool>(
     o: &[Blob],
     _: &KernelCtx,
 ) -> Result<()> {
-    let s = c.p::<ScalarParam>().scalar;
+    let (s, si) = (c.p::<ScalarParam>().scalar, c.p::<ScalarParam>().int);
     let (x, y) = (&i[0], &o[0]);
     match x.dtype {
         DType::F32 => {
@@ -1490,7 +1529,7 @@ fn scalar_kernel<F: BinaryFn, const REV: bool>(
                 map1(x.data::<f64>(), y.data_mut::<f64>(), |v| F::f64(v, s))
             }
         }
-        _ => scalar_other(x, y, s, REV, F::f32, F::i64),
+        _ => scalar_other(x, y, (s, si), REV, F::f32, F::i64),
     }
     Ok(())
 }
@@ -1499,7 +1538,7 @@ fn scalar_kernel<F: BinaryFn, const REV: bool>(
 fn scalar_other(
     x: &Blob,
     y: &Blob,
-    s: f64,
+    (s, si): (f64, i64),
     rev: bool,
     f32f: fn(f32, f32) -> f32,
     i64f: fn(i64, i64) -> i64,
@@ -1513,11 +1552,12 @@ fn scalar_other(
         map1(x.data::<f16>(), y.data_mut::<f16>(), f);
         return;
     }
-    // The scalar is cast to the array's dtype first, as MXNet does.
-    let si = dispatch_dtype!(x.dtype, T => T::from_f64(s.trunc()).to_f64() as i64);
+    // The scalar is cast (wrapping) to the array's dtype first, as MXNet
+    // does, and the arithmetic stays integer (exact beyond 2^53).
+    let si = dispatch_dtype!(x.dtype, T => T::from_i64(si).to_i64());
     dispatch_dtype!(x.dtype, T => {
         map1(x.data::<T>(), y.data_mut::<T>(), |v| {
-            let v = v.to_f64() as i64;
+            let v = v.to_i64();
             T::from_i64(if rev { i64f(si, v) } else { i64f(v, si) })
         })
     });
@@ -1777,15 +1817,22 @@ pub struct ClipParam {
 }
 
 fn clip_kernel(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> {
+    use crate::ops::kernels::clip_nan;
     let p = c.p::<ClipParam>();
     let (x, y) = (&i[0], &o[0]);
     match x.dtype {
         DType::F32 => {
             let (lo, hi) = (p.a_min as f32, p.a_max as f32);
-            map1(x.data::<f32>(), y.data_mut::<f32>(), |v| v.max(lo).min(hi))
+            map1(x.data::<f32>(), y.data_mut::<f32>(), |v| clip_nan(v, lo, hi))
         }
+        DType::U8 | DType::I8 | DType::I32 | DType::I64 => dispatch_dtype!(x.dtype, T => {
+            // the bounds cast to integers as MXNet casts them to the dtype
+            // (toward zero); exact beyond 2^53 where the values are
+            let (lo, hi) = (p.a_min as i64, p.a_max as i64);
+            map1(x.data::<T>(), y.data_mut::<T>(), |v| T::from_i64(clip_nan(v.to_i64(), lo, hi)))
+        }),
         d => dispatch_dtype!(d, T => {
-            map1(x.data::<T>(), y.data_mut::<T>(), |v| T::from_f64(v.to_f64().max(p.a_min).min(p.a_max)))
+            map1(x.data::<T>(), y.data_mut::<T>(), |v| T::from_f64(clip_nan(v.to_f64(), p.a_min, p.a_max)))
         }),
     }
     Ok(())

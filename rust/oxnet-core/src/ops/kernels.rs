@@ -7,6 +7,43 @@ use crate::par::par_chunks_mut;
 /// Elements per parallel task; below this a loop runs on one thread.
 pub const PAR_GRAIN: usize = 1 << 15;
 
+/// `v` limited to `[lo, hi]`; NaN stays NaN, as in MXNet's and NumPy's
+/// clip (`f64::max`/`min` would return the bound). Every clip, relu-like
+/// floor and `clip_gradient` goes through this or [`max_nan`].
+#[inline(always)]
+pub fn clip_nan<F: PartialOrd + Copy>(v: F, lo: F, hi: F) -> F {
+    if v < lo {
+        lo
+    } else if v > hi {
+        hi
+    } else {
+        v
+    }
+}
+
+/// The larger of `a` and `b`, NaN if either is NaN (NumPy's `maximum`).
+#[inline(always)]
+#[allow(clippy::eq_op)]
+pub fn max_nan<F: PartialOrd + Copy>(a: F, b: F) -> F {
+    // `a != a` is true only for NaN
+    if a != a || a >= b {
+        a
+    } else {
+        b
+    }
+}
+
+/// The smaller of `a` and `b`, NaN if either is NaN (NumPy's `minimum`).
+#[inline(always)]
+#[allow(clippy::eq_op)]
+pub fn min_nan<F: PartialOrd + Copy>(a: F, b: F) -> F {
+    if a != a || a <= b {
+        a
+    } else {
+        b
+    }
+}
+
 /// `y[i] = f(x[i])` over one chunk. Not inlined on purpose: as a function
 /// argument `y` is known not to alias anything `f` reads (the scalar of
 /// `x + 1`, say), so LLVM hoists those loads and vectorises the loop; inlined

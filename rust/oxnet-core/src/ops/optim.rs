@@ -186,7 +186,7 @@ fn parse_lamb2(a: &Attrs, op: &str) -> Result<Params> {
 #[inline]
 fn clip(v: f64, c: f64) -> f64 {
     if c >= 0.0 {
-        v.max(-c).min(c)
+        crate::ops::kernels::clip_nan(v, -c, c)
     } else {
         v
     }
@@ -508,7 +508,8 @@ opt_op!(FTRL, "ftrl_update", ["_sparse_ftrl_update"], ["weight", "grad", "z", "n
     let g = clip(p.rescale * v[1], p.clip);
     v[2] += g - ((v[3] + g * g).sqrt() - v[3].sqrt()) * v[0] / p.lr;
     v[3] += g * g;
-    if v[2].abs() > p.lamda1 {
+    // NaN z (from a NaN gradient) takes the first branch: NaN, as MXNet
+    if !(v[2].abs() <= p.lamda1) {
         (sign(v[2]) * p.lamda1 - v[2]) / ((p.beta + v[3].sqrt()) / p.lr + p.wd)
     } else {
         0.0

@@ -414,7 +414,7 @@ fn adamw_step(p: &ContribParam, a: Arith, s: [f64; 4], x: [f64; 4]) -> (f64, f64
     let mut g = a.op(a.rd(r) * grad);
     if p.clip >= 0.0 {
         let c = a.rd(p.clip);
-        g = g.max(-c).min(c);
+        g = crate::ops::kernels::clip_nan(g, -c, c);
     }
     let g2 = a.op(g * g);
     let (m, v) = if p.multi {
@@ -520,7 +520,7 @@ fn lamb_kernel(call: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<(
                 let w = master(e);
                 let mut g = a.op(t.g.get(e) * p.rescale);
                 if p.clip >= 0.0 {
-                    g = g.max(-clip_t).min(clip_t);
+                    g = crate::ops::kernels::clip_nan(g, -clip_t, clip_t);
                 }
                 let m = a.op(a.op(b1 * t.mean.get(e)) + a.op(d1 * g));
                 let v = a.op(a.op(b2 * t.var.get(e)) + a.op(a.op(d2 * g) * g));
@@ -775,7 +775,7 @@ fn group_adagrad_kernel(call: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) ->
             let gv = |j: usize| {
                 let x = a.op(g.get(r * len + j) * scale);
                 if cl >= 0.0 {
-                    x.max(-cl).min(cl)
+                    crate::ops::kernels::clip_nan(x, -cl, cl)
                 } else {
                     x
                 }

@@ -243,7 +243,7 @@ fn infer_type_multi(
 #[inline]
 fn clip(v: f64, c: f64) -> f64 {
     if c >= 0.0 {
-        v.max(-c).min(c)
+        crate::ops::kernels::clip_nan(v, -c, c)
     } else {
         v
     }

@@ -127,8 +127,21 @@ fn keep_shape(ishape: &[usize], mask: &[bool]) -> Shape {
 // Reducers
 // ---------------------------------------------------------------------------
 
+/// The exact integer form of a reduction (integer inputs reduce in
+/// wrapping i64 arithmetic, never through float64).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum IntRed {
+    Sum,
+    Mean,
+    Prod,
+    Max,
+    Min,
+}
+
 pub trait Reducer: Send + Sync + 'static {
     const INIT: f64;
+    /// Some for reductions with an exact integer form.
+    const INT: Option<IntRed> = None;
     fn step(acc: f64, v: f64) -> f64;
     /// Merge two partial accumulators.
     fn combine(a: f64, b: f64) -> f64;
@@ -190,6 +203,7 @@ fn min_nan(a: f64, v: f64) -> f64 {
 }
 
 impl Reducer for RSum {
+    const INT: Option<IntRed> = Some(IntRed::Sum);
     const INIT: f64 = 0.0;
     fn step(a: f64, v: f64) -> f64 {
         a + v
@@ -199,6 +213,7 @@ impl Reducer for RSum {
     }
 }
 impl Reducer for RMean {
+    const INT: Option<IntRed> = Some(IntRed::Mean);
     const INIT: f64 = 0.0;
     fn step(a: f64, v: f64) -> f64 {
         a + v
@@ -211,6 +226,7 @@ impl Reducer for RMean {
     }
 }
 impl Reducer for RProd {
+    const INT: Option<IntRed> = Some(IntRed::Prod);
     const INIT: f64 = 1.0;
     fn step(a: f64, v: f64) -> f64 {
         a * v
@@ -220,6 +236,7 @@ impl Reducer for RProd {
     }
 }
 impl Reducer for RNanSum {
+    const INT: Option<IntRed> = Some(IntRed::Sum);
     const INIT: f64 = 0.0;
     fn step(a: f64, v: f64) -> f64 {
         if v.is_nan() {
@@ -233,6 +250,7 @@ impl Reducer for RNanSum {
     }
 }
 impl Reducer for RNanProd {
+    const INT: Option<IntRed> = Some(IntRed::Prod);
     const INIT: f64 = 1.0;
     fn step(a: f64, v: f64) -> f64 {
         if v.is_nan() {
@@ -246,6 +264,7 @@ impl Reducer for RNanProd {
     }
 }
 impl Reducer for RMax {
+    const INT: Option<IntRed> = Some(IntRed::Max);
     const INIT: f64 = f64::NEG_INFINITY;
     fn step(a: f64, v: f64) -> f64 {
         max_nan(a, v)
@@ -255,6 +274,7 @@ impl Reducer for RMax {
     }
 }
 impl Reducer for RMin {
+    const INT: Option<IntRed> = Some(IntRed::Min);
     const INIT: f64 = f64::INFINITY;
     fn step(a: f64, v: f64) -> f64 {
         min_nan(a, v)
@@ -456,11 +476,88 @@ pub fn reduce_into<T: Elem, O: Elem, R: Reducer>(
 }
 
 fn reduce_blob<R: Reducer>(x: &Blob, mask: &[bool], y: &Blob) {
+    let int = matches!(x.dtype, DType::U8 | DType::I8 | DType::I32 | DType::I64);
+    if let (Some(k), true, true) = (R::INT, int, x.dtype == y.dtype) {
+        dispatch_dtype!(x.dtype, T => {
+            reduce_int::<T>(x.data::<T>(), &x.shape, mask, y.data_mut::<T>(), k)
+        });
+        return;
+    }
     dispatch_dtype!(x.dtype, T => {
         dispatch_dtype!(y.dtype, O => {
             reduce_into::<T, O, R>(x.data::<T>(), &x.shape, mask, y.data_mut::<O>())
         })
     })
+}
+
+/// An integer reduction in wrapping i64 arithmetic. The result wraps to
+/// the dtype as MXNet's (and NumPy's same-dtype) sums do: int8 [100]*3 sums
+/// to 44; a mean is that wrapped sum divided by the count (integer division,
+/// as MXNet). Exact beyond 2^53.
+fn reduce_int<T: Elem>(x: &[T], shape: &[usize], mask: &[bool], out: &mut [T], k: IntRed) {
+    let (init, step): (i64, fn(i64, i64) -> i64) = match k {
+        IntRed::Sum | IntRed::Mean => (0, i64::wrapping_add),
+        IntRed::Prod => (1, i64::wrapping_mul),
+        IntRed::Max => (i64::MIN, i64::max),
+        IntRed::Min => (i64::MAX, i64::min),
+    };
+    let n_red: usize = shape
+        .iter()
+        .zip(mask)
+        .filter(|(_, &m)| m)
+        .map(|(&d, _)| d)
+        .product();
+    let finish = |a: i64| -> T {
+        match k {
+            IntRed::Mean if n_red > 0 => T::from_i64(T::from_i64(a).to_i64() / n_red as i64),
+            IntRed::Mean => T::from_i64(0),
+            _ => T::from_i64(a),
+        }
+    };
+    let st = strides(shape);
+    let kept: Vec<(usize, usize)> = (0..shape.len())
+        .filter(|&d| !mask[d])
+        .map(|d| (shape[d], st[d]))
+        .collect();
+    // the reduced axes as (size, stride), innermost last; a contiguous
+    // innermost run is folded as a slice
+    let red: Vec<(usize, usize)> = (0..shape.len())
+        .filter(|&d| mask[d] && shape[d] != 1)
+        .map(|d| (shape[d], st[d]))
+        .collect();
+    let (roffs, run) = match red.last() {
+        Some(&(n, 1)) => (group_offsets(&red[..red.len() - 1]), n),
+        _ => (group_offsets(&red), 1),
+    };
+    let fold = |b: usize| -> i64 {
+        let mut a = init;
+        for &r in &roffs {
+            for &v in &x[b + r..b + r + run] {
+                a = step(a, v.to_i64());
+            }
+        }
+        a
+    };
+    if out.len() == 1 && roffs.len() == 1 && x.len() >= 2 * PAR_GRAIN {
+        // one long contiguous run: fold pieces in parallel (the operations
+        // are associative and commutative in wrapping arithmetic)
+        let parts = par_map(x.len().div_ceil(PAR_GRAIN), |c| {
+            let xs = &x[c * PAR_GRAIN..((c + 1) * PAR_GRAIN).min(x.len())];
+            xs.iter().fold(init, |a, &v| step(a, v.to_i64()))
+        });
+        out[0] = finish(parts.into_iter().fold(init, step));
+        return;
+    }
+    let one = |o: usize, y: &mut T| *y = finish(fold(base_of(o, &kept)));
+    if x.len() >= 2 * PAR_GRAIN && out.len() > 1 {
+        par_chunks_mut(out, 64, |c, ys| {
+            for (j, y) in ys.iter_mut().enumerate() {
+                one(c * 64 + j, y);
+            }
+        });
+    } else {
+        out.iter_mut().enumerate().for_each(|(o, y)| one(o, y));
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -901,11 +998,14 @@ fn arg_kernel<const MAX: bool>(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx
             fmt_shape(&i[0].shape)
         )));
     }
+    // compared in the input's own type: exact for int64 beyond 2^53
     #[inline(always)]
-    fn better<const MAX: bool>(v: f64, best: f64) -> bool {
-        if best.is_nan() {
+    #[allow(clippy::eq_op)]
+    fn better<T: PartialOrd, const MAX: bool>(v: T, best: T) -> bool {
+        // `x != x` only for NaN: the first NaN wins
+        if best != best {
             false
-        } else if v.is_nan() {
+        } else if v != v {
             true
         } else if MAX {
             v > best
@@ -920,23 +1020,22 @@ fn arg_kernel<const MAX: bool>(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx
             let block = |ob: usize, yb: &mut [O]| {
                 let xb = &x[ob * n * inner..(ob + 1) * n * inner];
                 if inner == 1 {
-                    let (mut bi, mut bv) = (0usize, xb[0].to_f64());
+                    let (mut bi, mut bv) = (0usize, xb[0]);
                     for (k, &v) in xb.iter().enumerate().skip(1) {
-                        let v = v.to_f64();
-                        if better::<MAX>(v, bv) {
+                        if better::<T, MAX>(v, bv) {
                             bi = k;
                             bv = v;
                         }
                     }
                     yb[0] = O::from_f64(bi as f64);
                 } else {
-                    let mut bv: Vec<f64> = xb[..inner].iter().map(|v| v.to_f64()).collect();
+                    let mut bv: Vec<T> = xb[..inner].to_vec();
                     let mut bi = vec![0usize; inner];
                     for k in 1..n {
                         let row = &xb[k * inner..(k + 1) * inner];
                         for j in 0..inner {
-                            let v = row[j].to_f64();
-                            if better::<MAX>(v, bv[j]) {
+                            let v = row[j];
+                            if better::<T, MAX>(v, bv[j]) {
                                 bv[j] = v;
                                 bi[j] = k;
                             }

@@ -110,7 +110,13 @@ fn parse_act(a: &Attrs, op: &str) -> Result<Params> {
 
 pub fn act_f(a: Act, x: f64) -> f64 {
     match a {
-        Act::Relu => x.max(0.0),
+        Act::Relu => {
+            if x > 0.0 || x.is_nan() {
+                x
+            } else {
+                0.0
+            }
+        }
         Act::Sigmoid => sigmoid(x),
         Act::Tanh => x.tanh(),
         Act::SoftRelu => softplus(x),
@@ -149,7 +155,7 @@ pub fn act_df(a: Act, x: f64) -> f64 {
 /// other activations, which compute in float64.
 fn act_f32(a: Act, x: &[f32], y: &mut [f32]) -> bool {
     match a {
-        Act::Relu => map1_wide(x, y, |v: f32| v.max(0.0)),
+        Act::Relu => map1_wide(x, y, |v: f32| if v > 0.0 || v.is_nan() { v } else { 0.0 }),
         Act::Sigmoid => map1_wide(x, y, |v: f32| 1.0 / (1.0 + fast_expf(-v))),
         Act::Tanh => map1_wide(x, y, fast_tanhf),
         _ => return false,
