@@ -34,7 +34,7 @@ from .kvstore import KVStore, _group
 
 __all__ = ["DistSyncKVStore", "create_dist"]
 
-SYNC_TYPES = ("dist_sync", "dist_device_sync", "dist_sync_device", "horovod")
+SYNC_TYPES = ("dist_sync", "dist_device_sync", "dist_sync_device", "dist", "horovod")
 
 
 class DistSyncKVStore(KVStore):
