@@ -247,8 +247,18 @@ def fault_kill():
     print("UNREACHABLE rank %d" % kv.rank)
 
 
+def fault_early_exit():
+    kv = mx.kv.create("dist_sync")
+    kv.init(0, mx.nd.zeros((3,)))
+    steps = 2 if kv.rank == 1 else 5  # rank 1 runs out of data first
+    for _ in range(steps):
+        kv.pushpull(0, mx.nd.ones((3,)))
+    print("STEPS-DONE rank %d" % kv.rank)
+    sys.stdout.flush()
+
+
 MODES = {"collectives": check_collectives, "trainer": check_trainer, "horovod": check_horovod,
-         "raise": fault_raise, "kill": fault_kill}
+         "raise": fault_raise, "kill": fault_kill, "early_exit": fault_early_exit}
 
 if __name__ == "__main__":
     mode = sys.argv[1]

@@ -102,6 +102,18 @@ def test_a_killed_worker_stops_the_job():
     assert "UNREACHABLE" not in out
 
 
+@needs_mpi
+def test_a_worker_that_ends_early_stops_the_job():
+    """Rank 1 runs 2 steps, rank 0 five: rank 1's exit meets rank 0's third
+    push in the agreement check, and the job ends with an error instead of
+    rank 0 waiting forever."""
+    proc = _mpirun("early_exit")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "STEPS-DONE rank 0" not in out, out[-3000:]
+    assert "rank 1 of 2 ended its script while other ranks still wait" in out, out[-3000:]
+
+
 def test_launcher_builds_the_mpirun_command():
     from oxnet.tools import launch
 

@@ -225,13 +225,16 @@ def broadcast(tensor, root_rank, name=None, priority=0, process_set=None):
 def broadcast_object(obj, root_rank=0, name=None, process_set=None):
     """Process ``root_rank``'s picklable ``obj`` on every process."""
     comm = _comm()
+    comm.check_round("broadcast_object", [("root", (root_rank,), "")])
     data = comm.comm.bcast(pickle.dumps(obj) if comm.rank == root_rank else None, root=root_rank)
     return pickle.loads(data)
 
 
 def allgather_object(obj, name=None, process_set=None):
     """The list of every process's picklable ``obj``, in rank order."""
-    return _comm().comm.allgather(obj)
+    comm = _comm()
+    comm.check_round("allgather_object", [])
+    return comm.comm.allgather(obj)
 
 
 class Compression(object):

@@ -38,10 +38,15 @@ so a mismatched shape raises on every rank instead of corrupting memory or
 hanging. An exception that escapes a worker's script calls ``MPI_Abort`` (the
 traceback is printed first) so that ``mpirun`` stops every other worker at
 once instead of leaving them blocked in a collective; a killed worker makes
-``mpirun`` end the job likewise.
+``mpirun`` end the job likewise; a worker whose script ends while others
+still wait in a collective (different numbers of steps) meets them in one
+last agreement round at exit, which fails on every rank with an error naming
+what each rank was doing. ``OXNET_DIST_CHECK=0`` turns the agreement check
+(one 16-byte allreduce per round) off.
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import sys
@@ -150,6 +155,7 @@ class Communicator(object):
         self._t_check = domain.new_task("mpi_check")
         if self.size > 1:
             _abort_on_uncaught(self.comm, self.rank, self.size)
+            atexit.register(self._at_exit)  # runs before mpi4py's MPI_Finalize (registered earlier)
 
     # -- helpers -------------------------------------------------------------
 
@@ -307,6 +313,7 @@ class Communicator(object):
         """The concatenation along axis 0 of every rank's ``array`` (ranks
         may differ in the first dimension only), as a NumPy array."""
         local = array.asnumpy()
+        self.check_round(what, [])
         meta = (local.shape[1:] if local.ndim else None, str(local.dtype))
         metas = self.comm.allgather((local.shape, meta))
         if any(m[1] != meta for m in metas) or local.ndim == 0:
@@ -322,8 +329,27 @@ class Communicator(object):
         return out
 
     def barrier(self):
-        """Wait until every rank reaches the barrier."""
-        self.comm.Barrier()
+        """Wait until every rank reaches the barrier (the agreement check is
+        the barrier; with the check off, MPI_Barrier)."""
+        if self.check and self.size > 1:
+            self.check_round("barrier", [])
+        else:
+            self.comm.Barrier()
+
+    def _at_exit(self):
+        """At the end of the script: one more agreement round, so that ranks
+        still waiting in a collective learn that this rank has finished (the
+        workers ran different numbers of steps) instead of waiting forever."""
+        if not self.check or self.size == 1:
+            return
+        try:
+            self.check_round("exit (the script of this rank ended)", [])
+        except MXNetError as err:
+            sys.stderr.write("oxnet.dist: rank %d of %d ended its script while other ranks still wait in a collective "
+                             "(the workers ran different numbers of steps or collectives); aborting all workers.\n%s\n"
+                             % (self.rank, self.size, err))
+            sys.stderr.flush()
+            self.comm.Abort(1)
 
 
 def get():
