@@ -216,6 +216,9 @@ def check_horovod():
     assert mx_.asnumpy().tolist() == [1, 0]
     g = hvd.allgather(mx.nd.full((r + 1, 2), r, dtype="int32"))
     assert g.shape == (3, 2) and g.asnumpy()[:, 0].tolist() == [0, 1, 1]
+    a2a = hvd.alltoall(mx.nd.array(np.arange(6).reshape(3, 2) + 10 * r, dtype="int64"), splits=[1, 2] if r == 0 else [2, 1])
+    want = [[0, 1], [10, 11], [12, 13]] if r == 0 else [[2, 3], [4, 5], [14, 15]]
+    assert a2a.asnumpy().tolist() == want, a2a.asnumpy()
     b = hvd.broadcast(mx.nd.full((4,), r + 7.0), root_rank=1)
     assert (b.asnumpy() == 8.0).all()
     assert hvd.broadcast_object({"r": r}, root_rank=1) == {"r": 1}

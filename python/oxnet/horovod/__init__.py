@@ -26,7 +26,8 @@ from ..kvstore import _mpi
 
 __all__ = [
     "init", "shutdown", "is_initialized", "size", "local_size", "cross_size", "rank", "local_rank", "cross_rank",
-    "mpi_threads_supported", "mpi_enabled", "mpi_built", "gloo_enabled", "gloo_built", "nccl_built",
+    "mpi_threads_supported", "mpi_enabled", "mpi_built", "gloo_enabled", "gloo_built", "nccl_built", "ddl_built",
+    "ccl_built", "cuda_built", "rocm_built", "start_timeline", "stop_timeline", "alltoall",
     "Average", "Sum", "Min", "Max", "Product", "Adasum",
     "allreduce", "allreduce_", "grouped_allreduce", "grouped_allreduce_", "allgather", "broadcast", "broadcast_",
     "broadcast_object", "allgather_object", "broadcast_parameters", "Compression", "DistributedOptimizer",
@@ -137,6 +138,39 @@ def nccl_built():
     return False
 
 
+def ddl_built():
+    """False: no IBM DDL."""
+    return False
+
+
+def ccl_built():
+    """False: no oneCCL."""
+    return False
+
+
+def cuda_built():
+    """False: CPU collectives only."""
+    return False
+
+
+def rocm_built():
+    """False: CPU collectives only."""
+    return False
+
+
+def start_timeline(file_path, mark_cycles=False):
+    """Horovod's timeline is not built: use ``oxnet.profiler`` (collectives
+    appear as tasks of domain oxnet.dist in its trace)."""
+    raise MXNetError("hvd.start_timeline: Horovod's timeline is not available in oxnet.horovod; run "
+                     "oxnet.profiler (set_config / set_state('run') / dump): collectives appear in its trace as "
+                     "tasks of domain oxnet.dist")
+
+
+def stop_timeline():
+    """See :func:`start_timeline`."""
+    raise MXNetError("hvd.stop_timeline: Horovod's timeline is not available in oxnet.horovod; use oxnet.profiler")
+
+
 def _resolve_op(average, op, what):
     if average is not None and op is not None:
         raise ValueError("%s: the op parameter supersedes average; give only one" % what)
@@ -206,6 +240,41 @@ def allgather(tensor, name=None, priority=0, process_set=None):
     if process_set is not None:
         raise MXNetError("allgather: process sets are not supported by oxnet.horovod")
     out = _comm().allgather(tensor, what="allgather" if name is None else "allgather(%s)" % name)
+    return nd.array(out, ctx=tensor.context, dtype=out.dtype)
+
+
+def alltoall(tensor, splits=None, name=None, priority=0, process_set=None):
+    """Scatter slices of ``tensor`` along axis 0 to every process and gather
+    what they send: ``splits[i]`` rows go to process i (default: equal
+    parts; the first dimension must then divide by size()). Returns the
+    received rows, in rank order, as a new NDArray."""
+    if process_set is not None:
+        raise MXNetError("alltoall: process sets are not supported by oxnet.horovod")
+    comm = _comm()
+    local = tensor.asnumpy()
+    if local.ndim == 0:
+        raise MXNetError("alltoall: the tensor needs at least one axis, got a scalar")
+    if splits is None:
+        if local.shape[0] % comm.size:
+            raise MXNetError("alltoall: %d rows cannot be split evenly over %d processes; pass splits"
+                             % (local.shape[0], comm.size))
+        splits = [local.shape[0] // comm.size] * comm.size
+    splits = [int(x) for x in (splits.asnumpy().tolist() if isinstance(splits, nd.NDArray) else splits)]
+    if len(splits) != comm.size or any(x < 0 for x in splits) or sum(splits) != local.shape[0]:
+        raise MXNetError("alltoall: splits %s must have %d non-negative entries summing to the %d rows"
+                         % (splits, comm.size, local.shape[0]))
+    comm.check_round("alltoall" if name is None else "alltoall(%s)" % name,
+                     [("rows", tuple(local.shape[1:]), local.dtype)])
+    recv_rows = comm.comm.alltoall(splits)
+    row = int(np.prod(local.shape[1:])) * local.itemsize
+    out = np.empty((sum(recv_rows),) + local.shape[1:], dtype=local.dtype)
+    send_counts = [x * row for x in splits]
+    recv_counts = [x * row for x in recv_rows]
+    send_displs = np.concatenate([[0], np.cumsum(send_counts)[:-1]]).astype(np.int64).tolist()
+    recv_displs = np.concatenate([[0], np.cumsum(recv_counts)[:-1]]).astype(np.int64).tolist()
+    MPI = comm.MPI
+    comm.comm.Alltoallv([np.ascontiguousarray(local).view(np.uint8).reshape(-1), send_counts, send_displs, MPI.BYTE],
+                        [out.view(np.uint8).reshape(-1), recv_counts, recv_displs, MPI.BYTE])
     return nd.array(out, ctx=tensor.context, dtype=out.dtype)
 
 
