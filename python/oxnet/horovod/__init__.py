@@ -265,6 +265,7 @@ def alltoall(tensor, splits=None, name=None, priority=0, process_set=None):
                          % (splits, comm.size, local.shape[0]))
     comm.check_round("alltoall" if name is None else "alltoall(%s)" % name,
                      [("rows", tuple(local.shape[1:]), local.dtype)])
+    comm.sync()
     recv_rows = comm.comm.alltoall(splits)
     row = int(np.prod(local.shape[1:])) * local.itemsize
     out = np.empty((sum(recv_rows),) + local.shape[1:], dtype=local.dtype)
@@ -295,6 +296,7 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=None):
     """Process ``root_rank``'s picklable ``obj`` on every process."""
     comm = _comm()
     comm.check_round("broadcast_object", [("root", (root_rank,), "")])
+    comm.sync()
     data = comm.comm.bcast(pickle.dumps(obj) if comm.rank == root_rank else None, root=root_rank)
     return pickle.loads(data)
 
@@ -303,6 +305,7 @@ def allgather_object(obj, name=None, process_set=None):
     """The list of every process's picklable ``obj``, in rank order."""
     comm = _comm()
     comm.check_round("allgather_object", [])
+    comm.sync()
     return comm.comm.allgather(obj)
 
 

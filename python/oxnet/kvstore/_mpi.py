@@ -53,7 +53,7 @@ import sys
 
 import numpy as np
 
-from .. import profiler
+from .. import _native, profiler
 from ..base import MXNetError
 
 __all__ = ["Communicator", "get", "available"]
@@ -144,6 +144,12 @@ class Communicator(object):
         local.Free()
         self.fusion_threshold = _fusion_threshold()
         self.check = os.environ.get("OXNET_DIST_CHECK", "1") != "0"
+        # Collectives as engine operations (a serial host operation per buffer) when the extension has them
+        # and MPI may be called from two threads: the agreement rounds then run on the calling thread over a
+        # communicator of their own, the data collectives on an engine worker; each keeps program order.
+        self.engine = (hasattr(_native, "push_host_op") and os.environ.get("OXNET_DIST_ENGINE", "1") != "0"
+                       and MPI.Query_thread() == MPI.THREAD_MULTIPLE)
+        self.check_comm = self.comm.Dup() if self.engine and self.size > 1 else self.comm
         self._buffers = {}
         self._digests = {}  # (what, items) -> (digest, description) of check_round
         self._ops = {"sum": MPI.SUM, "min": MPI.MIN, "max": MPI.MAX, "prod": MPI.PROD}
@@ -167,6 +173,18 @@ class Communicator(object):
             self._buffers[dtype] = buf
         return buf[:nelem]
 
+    def _host_views(self, spans, dtypes):
+        """Writable NumPy views of the (address, nbytes) spans a host
+        operation receives (valid while it runs)."""
+        return [np.frombuffer(self.MPI.buffer.fromaddress(addr, nbytes), dtype=dt) if nbytes else np.empty(0, dt)
+                for (addr, nbytes), dt in zip(spans, dtypes)]
+
+    def sync(self):
+        """Wait for this process's collectives pushed to the engine (before
+        a collective issued directly on the calling thread)."""
+        if self.engine:
+            _native.wait_host_ops()
+
     def check_round(self, what, items):
         """Raise MXNetError on every rank unless all ranks call ``what`` with
         the same ``items`` (a list of (name, shape, dtype) tuples)."""
@@ -183,10 +201,10 @@ class Communicator(object):
         h, desc = cached
         pair = np.array([h, -h], dtype=np.int64)
         with self._t_check:
-            self.comm.Allreduce(self.MPI.IN_PLACE, pair, op=self.MPI.MAX)
+            self.check_comm.Allreduce(self.MPI.IN_PLACE, pair, op=self.MPI.MAX)
         if pair[0] == h and -pair[1] == h:
             return
-        everyone = self.comm.allgather((what, desc))
+        everyone = self.check_comm.allgather((what, desc))
         lines = ["rank %d: %s %s" % (r, w, d if len(d) < 400 else d[:400] + "...") for r, (w, d) in enumerate(everyone)]
         raise MXNetError("%s: the workers disagree on the arrays of this collective (names, shapes and dtypes "
                          "must match on every rank, in the same order):\n  %s" % (what, "\n  ".join(lines)))
@@ -243,6 +261,16 @@ class Communicator(object):
             self._flush(wire, batch, op)
 
     def _in_place(self, a, op):
+        if self.engine:
+            dtypes = [np.dtype(a.dtype)]
+
+            def run(reads, writes):
+                (view,) = self._host_views(writes, dtypes)
+                with self._t_reduce:
+                    self._reduce_buffer(view, op)
+
+            _native.push_host_op("allreduce", [], [a], run)
+            return
         with self._t_wait:
             view = _view(a).reshape(-1)
         with self._t_reduce:
@@ -253,6 +281,25 @@ class Communicator(object):
         if not batch:
             return
         total = sum(a.size for a in batch)
+        if self.engine:
+            dtypes = [np.dtype(a.dtype) for a in batch]
+
+            def run(reads, writes):
+                views = self._host_views(writes, dtypes)
+                buf = self._buffer(wire, total)
+                off = 0
+                for v in views:
+                    np.copyto(buf[off:off + v.size], v, casting="unsafe")
+                    off += v.size
+                with self._t_reduce:
+                    self._reduce_buffer(buf, op)
+                off = 0
+                for v in views:
+                    np.copyto(v, buf[off:off + v.size], casting="unsafe")
+                    off += v.size
+
+            _native.push_host_op("allreduce", [], batch, run)
+            return
         buf = self._buffer(wire, total)
         off = 0
         with self._t_wait:
@@ -288,6 +335,10 @@ class Communicator(object):
         groups = {}
         for a in arrays:
             groups.setdefault(np.dtype(a.dtype), []).append(a)
+        if self.engine:
+            for dtype, group in groups.items():
+                _native.push_host_op("broadcast", [], group, self._broadcast_op(dtype, len(group), root))
+            return
         for dtype, group in groups.items():
             if len(group) == 1 and group[0]._is_contiguous_whole():
                 view = _view(group[0]).reshape(-1)
@@ -309,11 +360,38 @@ class Communicator(object):
                     a._write_from(buf[off:off + a.size])
                     off += a.size
 
+    def _broadcast_op(self, dtype, count, root):
+        """The host operation of one broadcast buffer of ``count`` arrays."""
+        dtypes = [dtype] * count
+
+        def run(reads, writes):
+            views = self._host_views(writes, dtypes)
+            if len(views) == 1:
+                with self._t_bcast:
+                    self.comm.Bcast(views[0].view(np.uint8), root=root)
+                return
+            buf = self._buffer(dtype, sum(v.size for v in views))
+            off = 0
+            if self.rank == root:
+                for v in views:
+                    buf[off:off + v.size] = v
+                    off += v.size
+            with self._t_bcast:
+                self.comm.Bcast(buf.view(np.uint8), root=root)
+            if self.rank != root:
+                off = 0
+                for v in views:
+                    v[...] = buf[off:off + v.size]
+                    off += v.size
+
+        return run
+
     def allgather(self, array, what="allgather"):
         """The concatenation along axis 0 of every rank's ``array`` (ranks
         may differ in the first dimension only), as a NumPy array."""
         local = array.asnumpy()
         self.check_round(what, [])
+        self.sync()
         meta = (local.shape[1:] if local.ndim else None, str(local.dtype))
         metas = self.comm.allgather((local.shape, meta))
         if any(m[1] != meta for m in metas) or local.ndim == 0:
@@ -331,6 +409,7 @@ class Communicator(object):
     def barrier(self):
         """Wait until every rank reaches the barrier (the agreement check is
         the barrier; with the check off, MPI_Barrier)."""
+        self.sync()
         if self.check and self.size > 1:
             self.check_round("barrier", [])
         else:
@@ -342,6 +421,10 @@ class Communicator(object):
         workers ran different numbers of steps) instead of waiting forever."""
         if not self.check or self.size == 1:
             return
+        try:
+            self.sync()
+        except MXNetError:
+            pass  # a failed collective was reported where its arrays were read
         try:
             self.check_round("exit (the script of this rank ended)", [])
         except MXNetError as err:
