@@ -61,6 +61,25 @@ def check_collectives():
     kv.pushpull("ordered", a)
     b = a * 2
     assert (b.asnumpy() == 80.0).all()
+    # with the extension's host operations, collectives are engine operations: pushpull returns at once
+    # and the arrays' later readers wait for it (checked above); the profiler shows them as operations
+    from oxnet import _native
+    from oxnet.kvstore import _mpi
+
+    comm = _mpi.get()
+    assert comm.engine == (hasattr(_native, "push_host_op") and os.environ.get("OXNET_DIST_ENGINE", "1") != "0")
+    if comm.engine:
+        mx.profiler.set_config(profile_all=True, aggregate_stats=True,
+                               filename=os.path.join(tempfile.gettempdir(), "oxnet-dist-prof-c%d.json" % r))
+        mx.profiler.set_state("run")
+        x = mx.nd.ones((64,))
+        kv.pushpull("ordered", mx.nd.ones((256, 256)))
+        kv.init("x", x)
+        kv.pushpull("x", x)
+        assert (x.asnumpy() == 2).all()
+        mx.profiler.set_state("stop")
+        table = mx.profiler.dumps(reset=True)
+        assert "allreduce" in table and "broadcast" in table, table
     # a mismatched shape raises on every rank (and the store stays usable)
     kv.init("mm", mx.nd.zeros((4,)))
     try:

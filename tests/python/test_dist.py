@@ -55,13 +55,18 @@ def _passed(proc, mode, ranks=2):
 
 
 @needs_mpi
-@pytest.mark.parametrize("fusion", ["default", "4096"])
-def test_collectives_rank_init_dtypes_and_mismatch(fusion):
+@pytest.mark.parametrize("fusion,engine", [("default", "1"), ("4096", "1"), ("4096", "0")])
+def test_collectives_rank_init_dtypes_and_mismatch(fusion, engine):
     """rank/num_workers, init broadcasts rank 0's value, push sums over
     workers, int collectives exact (1 element to 2 MB), engine ordering, a
     shape mismatch raises on every rank, dist_async refused, optimizer states;
-    with the default fusion buffer and with 4 KB ones (many buffers a round)."""
-    proc = _mpirun("collectives", env={} if fusion == "default" else {"OXNET_FUSION_THRESHOLD": fusion})
+    with the default fusion buffer and with 4 KB ones (many buffers a round),
+    collectives as engine operations (where the extension has them) and on
+    the calling thread (OXNET_DIST_ENGINE=0)."""
+    env = {"OXNET_DIST_ENGINE": engine}
+    if fusion != "default":
+        env["OXNET_FUSION_THRESHOLD"] = fusion
+    proc = _mpirun("collectives", env=env)
     _passed(proc, "collectives")
     assert "MISMATCH-RAISED rank 0" in proc.stdout and "MISMATCH-RAISED rank 1" in proc.stdout
 

@@ -419,12 +419,14 @@ class Communicator(object):
         """At the end of the script: one more agreement round, so that ranks
         still waiting in a collective learn that this rank has finished (the
         workers ran different numbers of steps) instead of waiting forever."""
-        if not self.check or self.size == 1:
+        if self.size == 1:
             return
         try:
-            self.sync()
+            self.sync()  # collectives still queued on the engine run before Python shuts down
         except MXNetError:
             pass  # a failed collective was reported where its arrays were read
+        if not self.check:
+            return
         try:
             self.check_round("exit (the script of this rank ended)", [])
         except MXNetError as err:
