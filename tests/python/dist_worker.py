@@ -220,10 +220,10 @@ def check_horovod():
     mx.profiler.set_config(profile_all=True, aggregate_stats=True,
                            filename=os.path.join(tempfile.gettempdir(), "oxnet-dist-prof-%d.json" % r))
     mx.profiler.set_state("run")
-    hvd.allreduce(mx.nd.ones((100,)))
+    hvd.allreduce(mx.nd.ones((100,))).wait_to_read()
     mx.profiler.set_state("stop")
     table = mx.profiler.dumps(reset=True)
-    assert "mpi_allreduce" in table and "wait_for_inputs" in table, table
+    assert "mpi_allreduce" in table and "mpi_check" in table, table
     # collectives
     t = mx.nd.array(np.arange(6, dtype=np.float32).reshape(2, 3) * (r + 1))
     avg = hvd.allreduce(t, name="t")

@@ -10,6 +10,7 @@ mod autograd;
 mod data_iter;
 mod dlpack;
 mod errors;
+mod host_op;
 mod io;
 mod ndarray;
 mod ops;
@@ -23,6 +24,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     runtime::install_panic_hook();
     m.add_class::<ndarray::NDArray>()?;
     errors::register(m)?;
+    host_op::register(m)?;
     ndarray::register(m)?;
     dlpack::register(m)?;
     ops::register(m)?;
