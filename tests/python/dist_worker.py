@@ -84,7 +84,10 @@ def check_collectives():
     kv.init("mm", mx.nd.zeros((4,)))
     try:
         bad = mx.nd.zeros((2, 2)) if r == 0 else mx.nd.zeros((2, 3))
-        kv.init("mm2", bad)
+        kv.init("mm2", bad)  # raises here on the calling-thread path,
+        got = mx.nd.zeros(bad.shape)
+        kv.pull("mm2", out=got)
+        got.asnumpy()  # and here, where the result is read, when the collective is an engine operation
     except MXNetError as err:
         assert "disagree" in str(err) and "(2, 3)" in str(err) and "(2, 2)" in str(err), str(err)
         print("MISMATCH-RAISED rank %d" % r)
@@ -255,7 +258,9 @@ def fault_raise():
     kv.init(0, mx.nd.zeros((3,)))
     if kv.rank == 1:
         raise RuntimeError("worker 1 failed on purpose")
-    kv.pushpull(0, mx.nd.ones((3,)))  # rank 0 would wait here forever without the abort
+    x = mx.nd.ones((3,))
+    kv.pushpull(0, x)
+    x.asnumpy()  # rank 0 would wait here forever without the abort
     print("UNREACHABLE rank %d" % kv.rank)
 
 
@@ -265,7 +270,9 @@ def fault_kill():
     if kv.rank == 1:
         sys.stdout.flush()
         os.kill(os.getpid(), signal.SIGKILL)
-    kv.pushpull(0, mx.nd.ones((3,)))
+    x = mx.nd.ones((3,))
+    kv.pushpull(0, x)
+    x.asnumpy()
     print("UNREACHABLE rank %d" % kv.rank)
 
 
@@ -274,7 +281,9 @@ def fault_early_exit():
     kv.init(0, mx.nd.zeros((3,)))
     steps = 2 if kv.rank == 1 else 5  # rank 1 runs out of data first
     for _ in range(steps):
-        kv.pushpull(0, mx.nd.ones((3,)))
+        x = mx.nd.ones((3,))
+        kv.pushpull(0, x)
+        x.asnumpy()  # a training loop reads its results (the loss, a metric) as it goes
     print("STEPS-DONE rank %d" % kv.rank)
     sys.stdout.flush()
 

@@ -144,12 +144,13 @@ class Communicator(object):
         local.Free()
         self.fusion_threshold = _fusion_threshold()
         self.check = os.environ.get("OXNET_DIST_CHECK", "1") != "0"
-        # Collectives as engine operations (a serial host operation per buffer) when the extension has them
-        # and MPI may be called from two threads: the agreement rounds then run on the calling thread over a
-        # communicator of their own, the data collectives on an engine worker; each keeps program order.
+        # Collectives as engine operations (a serial host operation per buffer, its agreement check
+        # first) when the extension has them and MPI may be called from two threads. The calling thread
+        # issues a collective itself only after the queued ones ran (sync), so every rank issues its
+        # collectives one at a time, in program order.
         self.engine = (hasattr(_native, "push_host_op") and os.environ.get("OXNET_DIST_ENGINE", "1") != "0"
                        and MPI.Query_thread() == MPI.THREAD_MULTIPLE)
-        self.check_comm = self.comm.Dup() if self.engine and self.size > 1 else self.comm
+        self._pending_check = None
         self._buffers = {}
         self._digests = {}  # (what, items) -> (digest, description) of check_round
         self._ops = {"sum": MPI.SUM, "min": MPI.MIN, "max": MPI.MAX, "prod": MPI.PROD}
@@ -190,6 +191,26 @@ class Communicator(object):
         the same ``items`` (a list of (name, shape, dtype) tuples)."""
         if not self.check or self.size == 1:
             return
+        self.sync()
+        self._agree(what, *self._digest(what, items))
+
+    def _defer_check(self, what, items):
+        """Engine mode: the agreement check of this call runs in its first
+        host operation, right before its data collective."""
+        self._pending_check = (what,) + self._digest(what, items) if self.check and self.size > 1 else None
+
+    def _take_check(self):
+        chk, self._pending_check = self._pending_check, None
+        return chk
+
+    def _flush_check(self):
+        """Push the deferred check alone when the call pushed no collective."""
+        chk = self._take_check()
+        if chk is not None:
+            _native.push_host_op("agreement_check", [], [], lambda reads, writes: self._agree(*chk))
+
+    def _digest(self, what, items):
+        """(64-bit digest, description) of a call's (name, shape, dtype) list."""
         key = (what, tuple((n, tuple(s), str(d)) for n, s, d in items))
         cached = self._digests.get(key)
         if cached is None:
@@ -198,13 +219,17 @@ class Communicator(object):
             if len(self._digests) > 4096:
                 self._digests.clear()
             self._digests[key] = cached = (h, desc)
-        h, desc = cached
+        return cached
+
+    def _agree(self, what, h, desc):
+        """One 16-byte allreduce: every rank learns whether all digests are
+        equal; when not, each gathers the descriptions and raises."""
         pair = np.array([h, -h], dtype=np.int64)
         with self._t_check:
-            self.check_comm.Allreduce(self.MPI.IN_PLACE, pair, op=self.MPI.MAX)
+            self.comm.Allreduce(self.MPI.IN_PLACE, pair, op=self.MPI.MAX)
         if pair[0] == h and -pair[1] == h:
             return
-        everyone = self.check_comm.allgather((what, desc))
+        everyone = self.comm.allgather((what, desc))
         lines = ["rank %d: %s %s" % (r, w, d if len(d) < 400 else d[:400] + "...") for r, (w, d) in enumerate(everyone)]
         raise MXNetError("%s: the workers disagree on the arrays of this collective (names, shapes and dtypes "
                          "must match on every rank, in the same order):\n  %s" % (what, "\n  ".join(lines)))
@@ -234,8 +259,14 @@ class Communicator(object):
         arrays = list(arrays)
         if names is None:
             names = [str(i) for i in range(len(arrays))]
-        self.check_round(what, [(n, a.shape, a.dtype) for n, a in zip(names, arrays)])
+        items = [(n, a.shape, a.dtype) for n, a in zip(names, arrays)]
+        if self.engine:
+            self._defer_check(what, items)
+        else:
+            self.check_round(what, items)
         if self.size == 1 or not arrays:
+            if self.engine:
+                self._flush_check()
             return
         limit = self.fusion_threshold
         open_batches = {}  # wire dtype -> (arrays, bytes): filled in the given order
@@ -259,12 +290,17 @@ class Communicator(object):
             open_batches[wire] = (batch, nbytes + size)
         for wire, (batch, _) in open_batches.items():
             self._flush(wire, batch, op)
+        if self.engine:
+            self._flush_check()
 
     def _in_place(self, a, op):
         if self.engine:
             dtypes = [np.dtype(a.dtype)]
+            chk = self._take_check()
 
             def run(reads, writes):
+                if chk is not None:
+                    self._agree(*chk)
                 (view,) = self._host_views(writes, dtypes)
                 with self._t_reduce:
                     self._reduce_buffer(view, op)
@@ -283,8 +319,11 @@ class Communicator(object):
         total = sum(a.size for a in batch)
         if self.engine:
             dtypes = [np.dtype(a.dtype) for a in batch]
+            chk = self._take_check()
 
             def run(reads, writes):
+                if chk is not None:
+                    self._agree(*chk)
                 views = self._host_views(writes, dtypes)
                 buf = self._buffer(wire, total)
                 off = 0
@@ -329,15 +368,22 @@ class Communicator(object):
             raise MXNetError("%s: root_rank %d is out of range for %d workers" % (what, root, self.size))
         if names is None:
             names = [str(i) for i in range(len(arrays))]
-        self.check_round(what, [(n, a.shape, a.dtype) for n, a in zip(names, arrays)] + [("root", (root,), "")])
+        items = [(n, a.shape, a.dtype) for n, a in zip(names, arrays)] + [("root", (root,), "")]
+        if self.engine:
+            self._defer_check(what, items)
+        else:
+            self.check_round(what, items)
         if self.size == 1 or not arrays:
+            if self.engine:
+                self._flush_check()
             return
         groups = {}
         for a in arrays:
             groups.setdefault(np.dtype(a.dtype), []).append(a)
         if self.engine:
             for dtype, group in groups.items():
-                _native.push_host_op("broadcast", [], group, self._broadcast_op(dtype, len(group), root))
+                _native.push_host_op("broadcast", [], group,
+                                     self._broadcast_op(dtype, len(group), root, self._take_check()))
             return
         for dtype, group in groups.items():
             if len(group) == 1 and group[0]._is_contiguous_whole():
@@ -360,11 +406,14 @@ class Communicator(object):
                     a._write_from(buf[off:off + a.size])
                     off += a.size
 
-    def _broadcast_op(self, dtype, count, root):
-        """The host operation of one broadcast buffer of ``count`` arrays."""
+    def _broadcast_op(self, dtype, count, root, chk):
+        """The host operation of one broadcast buffer of ``count`` arrays
+        (after the call's agreement check ``chk`` when given)."""
         dtypes = [dtype] * count
 
         def run(reads, writes):
+            if chk is not None:
+                self._agree(*chk)
             views = self._host_views(writes, dtypes)
             if len(views) == 1:
                 with self._t_bcast:
