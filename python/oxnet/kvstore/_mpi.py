@@ -7,13 +7,23 @@ MPI comes from mpi4py over the system's MPI library (Open MPI from Debian's
 collective, so other Python threads and the engine's workers keep running
 while a collective waits on the network.
 
-Ordering with the engine. Before a collective reads an array it waits for the
-array's pending writes; before it writes an array it waits for all pending
-reads and writes, and the result is written either straight into the array's
-own memory (one large array: a zero-copy NumPy view taken through DLPack, no
-copy at all) or with the NDArray's engine write from the fusion buffer. The
-collective runs on the calling thread, so operations pushed after it see its
-result.
+Collectives as engine operations (the default when the extension has
+``push_host_op`` and MPI runs with MPI_THREAD_MULTIPLE). Each fusion buffer's
+collective is pushed to the engine as one serial operation writing its
+arrays: it starts once the operations pushed before on those arrays ran
+(e.g. the backward pass that writes a gradient), the call returns at once,
+and operations pushed after it (the optimizer's update, a read) wait for it.
+Serial operations run one at a time in push order, so every rank issues its
+collectives in program order; the calling thread issues a collective itself
+(allgather, barrier, ...) only after the queued ones ran. The operations show
+in the profiler's trace under their names ('allreduce', 'broadcast').
+
+Calling-thread mode (``OXNET_DIST_ENGINE=0``, or an extension without
+``push_host_op``): before a collective reads an array it waits for the
+array's pending writes, before it writes it waits for all pending reads and
+writes; the result goes straight into the array's memory (one large array:
+a zero-copy NumPy view taken through DLPack) or through the NDArray's engine
+write from the fusion buffer; operations pushed after the call see it.
 
 Tensor fusion (Horovod's): the arrays of one round (one ``pushpull`` /
 ``allreduce`` call with several arrays) are packed per dtype into buffers
@@ -21,21 +31,22 @@ of at most ``OXNET_FUSION_THRESHOLD`` bytes (also read from
 ``HOROVOD_FUSION_THRESHOLD``; default 64 MiB), each reduced with one MPI
 call; an array larger than the threshold is reduced in place on its own.
 Arrays are taken in the order given; the stores hand gradients over last
-layer first, the order backward writes them, so while the calling thread
-waits for and reduces one buffer, the engine's workers go on computing the
-gradients of the next (overlap of communication with the backward pass; a
-smaller threshold gives more, smaller buffers and more overlap).
+layer first, the order backward writes them, so the reduction of one buffer
+runs while the engine's workers still compute the gradients of the next
+(overlap of communication with the backward pass; a smaller threshold gives
+more, smaller buffers and more overlap).
 
-Profiling: with the profiler running, the time spent waiting for the
-arrays' pending work ("wait_for_inputs") and inside MPI ("mpi_allreduce",
-"mpi_broadcast", and "mpi_check" for the agreement check below) appears
-as tasks of domain "oxnet.dist" in the trace.
+Profiling: with the profiler running, the time inside MPI ("mpi_allreduce",
+"mpi_broadcast", and "mpi_check" for the agreement check below) and, in
+calling-thread mode, the time spent waiting for the arrays' pending work
+("wait_for_inputs") appear as tasks of domain "oxnet.dist" in the trace.
 
-Safety. Every round first compares a 64-bit digest of its (name, shape,
-dtype) list across ranks (one 16-byte allreduce); when ranks disagree each
-rank gathers the others' lists and raises MXNetError naming what differs,
-so a mismatched shape raises on every rank instead of corrupting memory or
-hanging. An exception that escapes a worker's script calls ``MPI_Abort`` (the
+Safety. Every call first compares a 64-bit digest of its (name, shape,
+dtype) list across ranks (one 16-byte allreduce, in engine mode inside the
+call's first operation); when ranks disagree each rank gathers the others'
+lists and raises MXNetError naming what differs (in engine mode where the
+call's results are read), so a mismatched shape raises on every rank
+instead of corrupting memory or hanging. An exception that escapes a worker's script calls ``MPI_Abort`` (the
 traceback is printed first) so that ``mpirun`` stops every other worker at
 once instead of leaving them blocked in a collective; a killed worker makes
 ``mpirun`` end the job likewise; a worker whose script ends while others
