@@ -28,6 +28,8 @@ from . import metric, model, callback  # noqa: E402
 from . import kvstore  # noqa: E402
 from . import kvstore as kv  # noqa: E402
 from . import gluon  # noqa: E402
+from . import module  # noqa: E402
+from . import module as mod  # noqa: E402
 from . import image as img
 from . import random as rnd
 from . import runtime, util, contrib
@@ -62,8 +64,6 @@ __build__ = _native.build_profile()
 # AttributeError. Delete a name here when its module lands (tests/python/test_not_built_yet.py
 # checks that every name here raises and that no importable name is listed).
 _NOT_BUILT_YET = {
-    "mod": "mx.mod (the Module API)",
-    "module": "mx.module (the Module API)",
 }
 
 

@@ -116,6 +116,11 @@ class DeviceError(MXNetError):
     """A device that is not available."""
 
 
+class OutOfMemoryError(MXNetError, MemoryError):
+    """Not enough memory (physical + swap) for an array, raised when the
+    array is created rather than by the OOM killer later."""
+
+
 class OperatorError(MXNetError):
     """A failure inside an operator's kernel."""
 
@@ -137,6 +142,7 @@ def _register_errors():
             "decode": DecodeError,
             "engine": EngineError,
             "device": DeviceError,
+            "memory": OutOfMemoryError,
             "op": OperatorError,
             "external": ExternalError,
         }
@@ -144,6 +150,47 @@ def _register_errors():
 
 
 _register_errors()
+
+
+# ---- MXNet's ctypes C API, the part oxnet has --------------------------------------------------
+# `_LIB` is the native extension opened with ctypes. It exports MXNDArrayFromDLPack,
+# MXNDArrayFree and MXGetLastError (see rust/oxnet-py/src/capi.rs); any other MXNet C function
+# is absent (ctypes raises AttributeError naming it). Use them with check_call, as MXNet does;
+# `mx.nd.NDArray(handle=h)` takes over a handle.
+import ctypes as _ctypes  # noqa: E402
+
+NDArrayHandle = _ctypes.c_void_p
+mx_uint = _ctypes.c_uint
+mx_int = _ctypes.c_int
+mx_float = _ctypes.c_float
+
+
+def _load_lib():
+    from . import _native
+
+    lib = _ctypes.CDLL(_native.__file__)
+    lib.MXGetLastError.restype = _ctypes.c_char_p
+    return lib
+
+
+_LIB = _load_lib()
+
+
+# As MXNet's base module does at import: ctypes code written for MXNet (its tests among it)
+# relies on these two pointer-returning capsule functions returning full pointers.
+_ctypes.pythonapi.PyCapsule_New.restype = _ctypes.py_object
+_ctypes.pythonapi.PyCapsule_GetPointer.restype = _ctypes.c_void_p
+
+
+def c_str(string):
+    """A Python str as a ctypes ``c_char_p`` (UTF-8), for C API calls."""
+    return _ctypes.c_char_p(string.encode("utf-8"))
+
+
+def check_call(ret):
+    """Raise MXNetError with the native message when a C API call returned non-zero."""
+    if ret != 0:
+        raise MXNetError(py_str(_LIB.MXGetLastError()))
 
 
 def dtype_name(dtype) -> str:

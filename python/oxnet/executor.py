@@ -276,7 +276,16 @@ class Executor:
         nf, nb = self._h.num_nodes()
         return (self._symbol.debug_str() + "Total %d operator nodes (%d forward, %d backward)\n"
                 "Planned memory: %.3f MB of shared blocks for %.3f MB of intermediate results\n"
-                % (nf + nb, nf, nb, planned / 2**20, unplanned / 2**20))
+                "Total %d MB allocated\n"
+                % (nf + nb, nf, nb, planned / 2**20, unplanned / 2**20, self._h.allocated_bytes() // 2**20))
+
+    def get_optimized_symbol(self):
+        """The forward graph the executor runs: subgraph nodes inlined and
+        common subexpressions computed once (``MXNET_ELIMINATE_COMMON_EXPR``,
+        on unless ``0``). Returns a Symbol."""
+        from .symbol import Symbol
+
+        return Symbol(self._h.optimized_symbol())
 
     def memory_bytes(self):
         """(bytes of the planned shared blocks, bytes of the intermediate

@@ -16,6 +16,7 @@ from collections import namedtuple
 import numpy as np
 
 from . import _native
+from . import base as _base
 
 __all__ = ["MXRecordIO", "MXIndexedRecordIO", "IRHeader", "pack", "unpack", "pack_img", "unpack_img"]
 
@@ -210,7 +211,12 @@ class MXIndexedRecordIO(MXRecordIO):
         self._check_pid(allow_reset=True)
         if idx not in self.idx:
             raise KeyError("MXIndexedRecordIO: key %r is not in the index %s" % (idx, self.idx_path))
-        self.handle.seek(self.idx[idx])
+        pos = self.idx[idx]
+        if pos < 0:
+            raise _base.MXIOError(
+                "MXIndexedRecordIO: key %r has the negative offset %d in the index %s" % (idx, pos, self.idx_path)
+            )
+        self.handle.seek(pos)
 
     def tell(self):
         """The current position of the write head (bytes)."""
@@ -219,9 +225,19 @@ class MXIndexedRecordIO(MXRecordIO):
         return self.handle.tell()
 
     def read_idx(self, idx):
-        """The record stored under key ``idx`` (bytes)."""
+        """The record stored under key ``idx`` (bytes). Raises KeyError for a
+        key the index lacks and MXIOError when its offset is negative or
+        holds no record (at or past the end of the file)."""
         self.seek(idx)
-        return self.read()
+        rec = self.read()
+        if rec is None:
+            size = os.path.getsize(self.uri) if os.path.exists(self.uri) else -1
+            raise _base.MXIOError(
+                "MXIndexedRecordIO: key %r points at offset %d of %s (%d bytes), where no record starts "
+                "(the end of the file: is the index %s for another file?)"
+                % (idx, self.idx[idx], self.uri, size, self.idx_path)
+            )
+        return rec
 
     def write_idx(self, idx, buf):
         """Append ``buf`` as a record and index it under key ``idx``."""

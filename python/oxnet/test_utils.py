@@ -90,13 +90,22 @@ def almost_equal(a, b, rtol=None, atol=None, equal_nan=False):
     return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
-def assert_almost_equal(a, b, rtol=None, atol=None, names=("a", "b"), equal_nan=False):
+def assert_almost_equal(a, b, rtol=None, atol=None, names=("a", "b"), equal_nan=False, use_broadcast=True,
+                        mismatches=(10, 10)):
     """Raise AssertionError, showing the worst element, unless a and b
-    (NDArrays or NumPy arrays of one shape) are close. Tolerances as in
-    :func:`almost_equal`. Returns None."""
+    (NDArrays or NumPy arrays) are close. Tolerances as in
+    :func:`almost_equal`. As in MXNet 1.9.1 the shapes need only broadcast
+    against each other (``()`` vs ``(1,)``) unless ``use_broadcast=False``;
+    ``mismatches`` is accepted for MXNet's signature. Returns None."""
     a, b = _as_np(a), _as_np(b)
     if a.shape != b.shape:
-        raise AssertionError(f"shape mismatch: {names[0]}{a.shape} vs {names[1]}{b.shape}")
+        try:
+            if not use_broadcast:
+                raise ValueError
+            np.broadcast_shapes(a.shape, b.shape)
+        except ValueError:
+            raise AssertionError(f"shape mismatch: {names[0]}{a.shape} vs {names[1]}{b.shape}") from None
+        a, b = np.broadcast_arrays(a, b)
     rtol, atol = get_tols(a, b, rtol, atol)
     if np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan):
         return
@@ -1201,6 +1210,13 @@ def retry(n):
         return wrapper
 
     return decorate
+
+
+def use_np(func):
+    """``mx.util.use_np`` (re-exported here as MXNet's test_utils does)."""
+    from .util import use_np as _use_np
+
+    return _use_np(func)
 
 
 def getenv(name):

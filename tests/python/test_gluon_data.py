@@ -217,3 +217,21 @@ def test_transforms():
     assert transforms.RandomRotation((-10, 10))(t).shape == t.shape
     with pytest.raises(ValueError):
         transforms.RandomRotation((10, -10))
+
+
+def test_dataloader_auto_reload_prefetches():
+    seen = []
+
+    def fn(x):
+        seen.append(x)
+        return x
+
+    ds = gluon.data.SimpleDataset(list(range(4))).transform(fn)
+    lazy = gluon.data.DataLoader(ds, batch_size=2, num_workers=1, thread_pool=True, auto_reload=False)
+    assert seen == []
+    assert [b.asnumpy().tolist() for b in lazy] == [[0, 1], [2, 3]]
+    eager = gluon.data.DataLoader(ds, batch_size=2, num_workers=1, thread_pool=True, prefetch=1, auto_reload=True)
+    assert eager._iter is not None  # prefetching since construction
+    assert [b.asnumpy().tolist() for b in eager] == [[0, 1], [2, 3]]
+    assert eager._iter is not None  # the next pass is already prefetching
+    assert [b.asnumpy().tolist() for b in eager] == [[0, 1], [2, 3]]

@@ -149,3 +149,67 @@ def test_save_load_rnn_layer(tmp_path):
 
 if __name__ == "__main__":
     np.savez(sys.argv[2], **run_cases(__import__(sys.argv[1])))
+
+
+def _lstmp_stack(mx, bi, nl):
+    gluon = mx.gluon
+    stack = gluon.rnn.HybridSequentialRNNCell(prefix="lstm0_")
+    with stack.name_scope():
+        for i in range(nl):
+            if bi:
+                stack.add(gluon.rnn.BidirectionalCell(gluon.contrib.rnn.LSTMPCell(5, 3, prefix="l%d_" % i),
+                                                      gluon.contrib.rnn.LSTMPCell(5, 3, prefix="r%d_" % i)))
+            else:
+                stack.add(gluon.contrib.rnn.LSTMPCell(5, 3, prefix="l%d_" % i))
+    return stack
+
+
+def test_lstmp_cells_and_projected_lstm_layer():
+    # tests/data/gluon_lstmp_golden.npz: MXNet 1.9.1's LSTMPCell stacks (uniform(-0.5, 0.5) parameters
+    # drawn in sorted-name order from RandomState(nl + 10 * bi)), outputs 'y' and flattened states 's'
+    import oxnet as mx
+
+    golden = np.load(os.path.join(os.path.dirname(__file__), "..", "data", "gluon_lstmp_golden.npz"))
+    for bi in (False, True):
+        for nl in (1, 2):
+            rng = np.random.RandomState(nl + 10 * bi)
+            x = mx.nd.array(rng.rand(3, 2, 4).astype("float32"))
+            stack = _lstmp_stack(mx, bi, nl)
+            stack.initialize()
+            stack.unroll(3, x, layout="TNC", merge_outputs=True)
+            for k in sorted(stack.collect_params().keys()):
+                p = stack.collect_params()[k]
+                p.set_data(mx.nd.array(rng.uniform(-0.5, 0.5, p.shape).astype("float32")))
+            y, st = stack.unroll(3, x, layout="TNC", merge_outputs=True)
+            key = "%d%d" % (bi, nl)
+            np.testing.assert_allclose(y.asnumpy(), golden[key + "/y"], rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(np.concatenate([s.asnumpy().ravel() for s in st]), golden[key + "/s"],
+                                       rtol=1e-5, atol=1e-6)
+            # the fused layer with projection_size computes the same
+            fused = mx.gluon.rnn.LSTM(5, projection_size=3, num_layers=nl, bidirectional=bi, prefix="lstm0_")
+            fused.initialize()
+            begin = fused.begin_state(2)
+            assert [b.shape for b in begin] == [(nl * (1 + bi), 2, 3), (nl * (1 + bi), 2, 5)]
+            fused(x, begin)
+            for k, p in fused.collect_params().items():
+                p.set_data(stack.collect_params()[k].data())
+            fy, fstates = fused(x, begin)
+            np.testing.assert_allclose(fy.asnumpy(), y.asnumpy(), rtol=1e-5, atol=1e-6)
+            assert fstates[0].shape == (nl * (1 + bi), 2, 3) and fstates[1].shape == (nl * (1 + bi), 2, 5)
+
+
+def test_variational_dropout_cell():
+    import oxnet as mx
+
+    cell = mx.gluon.contrib.rnn.VariationalDropoutCell(mx.gluon.rnn.GRUCell(4), drop_inputs=0.5, drop_outputs=0.5)
+    cell.initialize()
+    x = mx.nd.ones((2, 6, 3))
+    with mx.autograd.record():
+        out, states = cell.unroll(6, x, merge_outputs=True)
+    o = out.asnumpy()
+    # one output mask per sequence: a dropped unit is zero at every step
+    dropped = (o == 0).all(axis=1)
+    assert dropped.any() and ((o == 0).any(axis=1) == dropped).all()
+    # inference: no dropout
+    out2, _ = cell.unroll(6, x, merge_outputs=True)
+    assert (out2.asnumpy() != 0).all()

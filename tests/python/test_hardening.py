@@ -210,3 +210,69 @@ def test_large_integer_sum_in_parallel_wraps_exactly():
     np.testing.assert_array_equal(got, y.max(axis=0))
     i8 = np.arange(n, dtype=np.int64).astype(np.int8)
     assert int(nd.array(i8, dtype="int8").sum().asscalar()) == int(i8.sum(dtype=np.int8))
+
+
+# --- smaller edge cases -----------------------------------------------------
+
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_max_min_over_a_nonempty_axis_of_an_empty_array(op):
+    x = nd.zeros((0, 3))
+    y = getattr(nd, op)(x, axis=1)
+    assert y.shape == (0,) and y.asnumpy().shape == getattr(np, op)(np.zeros((0, 3)), axis=1).shape
+    assert getattr(nd, op)(nd.zeros((2, 0, 3)), axis=2).shape == (2, 0)
+    for kw in ({}, {"axis": 0}):
+        with pytest.raises(mx.base.MXNetError, match="empty"):
+            getattr(nd, op)(x, **kw)
+
+
+def _write_records(tmp_path, n=3):
+    idx, rec = str(tmp_path / "r.idx"), str(tmp_path / "r.rec")
+    w = mx.recordio.MXIndexedRecordIO(idx, rec, "w")
+    for i in range(n):
+        w.write_idx(i, b"record_%d" % i)
+    w.close()
+    return idx, rec
+
+
+def test_read_idx_at_end_of_file_or_negative_offset_raises_clearly(tmp_path):
+    import os
+    idx, rec = _write_records(tmp_path)
+    size = os.path.getsize(rec)
+    with open(idx, "a") as f:
+        f.write("7\t%d\n8\t-16\n" % size)
+    r = mx.recordio.MXIndexedRecordIO(idx, rec, "r")
+    assert r.read_idx(2) == b"record_2"
+    with pytest.raises(IOError, match=r"key 7 points at offset %d .*where no record starts" % size) as e:
+        r.read_idx(7)
+    assert isinstance(e.value, mx.base.MXNetError)
+    with pytest.raises(mx.base.MXNetError, match="key 8 has the negative offset -16"):
+        r.read_idx(8)
+    with pytest.raises(KeyError):
+        r.read_idx(9)
+    assert r.read_idx(0) == b"record_0"  # still usable
+    r.close()
+
+
+def test_a_failed_array_raises_on_every_read():
+    # MXNet 1.9.1 raises on the first read only and then hands out whatever
+    # the memory held (zeros or garbage); oxnet raises on every read of the
+    # value, while waits and waitall still report the error once
+    a = nd.random.uniform(0, 1, shape=(2, 2))
+    x = nd.zeros((1, 2, 4, 4))
+    rois = nd.array([[3, 0, 0, 1, 1]])  # batch index 3 of 1: fails in the kernel
+    bad = nd.ROIPooling(x, rois, pooled_size=(2, 2), spatial_scale=1.0)
+    b = bad + 1
+    for _ in range(3):
+        with pytest.raises(mx.base.MXNetError):
+            bad.asnumpy()
+        with pytest.raises(mx.base.MXNetError):
+            b.asnumpy()
+        with pytest.raises(mx.base.MXNetError):
+            b.wait_to_read()
+    nd.waitall()  # reported already: waitall is clean
+    assert a.asnumpy().shape == (2, 2)
+    # writing the array computes its value again
+    bad[:] = 3
+    assert (bad.asnumpy() == 3).all()
+    with pytest.raises(mx.base.MXNetError):
+        b.asnumpy()  # b still depends on the failed computation

@@ -267,3 +267,21 @@ def test_autograd_star_import_gives_ndarray():
     ns = {}
     exec("from oxnet.autograd import *", ns)
     assert ns["NDArray"] is mx.nd.NDArray and "record" in ns
+
+
+def test_bad_normal_scale_is_a_kernel_error_seen_at_the_wait():
+    # MXNet checks the scale when the sampler runs: the call returns, the error comes with the
+    # first wait on the result or on what was computed from it (test_exc_handling's pattern)
+    a = mx.nd.random.normal(0, 1, (2, 2))
+    b = mx.nd.random.normal(0, -1, (2, 2))
+    c = mx.nd.dot(a, b)
+    with pytest.raises(MXNetError, match=r"scale \(-1"):
+        c.asnumpy()
+    with pytest.raises(MXNetError, match="must be positive"):
+        mx.nd.random.normal(0, -1, (2,)).wait_to_read()
+    mx.nd.waitall()
+
+
+def test_imresize_bad_interp_is_an_mxnet_error():
+    with pytest.raises(MXNetError, match="Unknown interp method -1"):
+        mx.image.imresize(mx.nd.ones((12, 16, 3)), 32, 32, interp=-1)

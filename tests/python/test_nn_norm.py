@@ -608,3 +608,31 @@ def test_mixed_precision_sgd():
 def test_optimizer_requires_lr():
     with pytest.raises(mx.base.MXNetError, match="sgd_update: required argument 'lr' is missing"):
         mx.nd.sgd_update(nd(np.ones(2)), nd(np.ones(2)))
+
+
+def test_sync_batch_norm_on_one_device_is_batch_norm():
+    """contrib.SyncBatchNorm with ndev=1 (oxnet has one device per process)
+    gives BatchNorm's outputs, moving statistics and gradients."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((4, 3, 5)).astype(np.float32)
+    g, b = rng.uniform(0.5, 1.5, 3).astype(np.float32), rng.standard_normal(3).astype(np.float32)
+    results = []
+    for op, extra in ((mx.nd.BatchNorm, {}), (mx.nd.contrib.SyncBatchNorm, {"ndev": 1, "key": "bn0"})):
+        xs, gs, bs = mx.nd.array(x), mx.nd.array(g), mx.nd.array(b)
+        mm, mv = mx.nd.zeros(3), mx.nd.ones(3)
+        for a in (xs, gs, bs):
+            a.attach_grad()
+        with mx.autograd.record():
+            y = op(xs, gs, bs, mm, mv, fix_gamma=False, momentum=0.7, **extra)
+            loss = (y * y).sum()
+        loss.backward()
+        results.append([y.asnumpy(), mm.asnumpy(), mv.asnumpy(), xs.grad.asnumpy(), gs.grad.asnumpy(),
+                        bs.grad.asnumpy()])
+    for u, v in zip(*results):
+        np.testing.assert_allclose(u, v, rtol=1e-6, atol=1e-6)
+    with pytest.raises(mx.base.MXNetError, match="ndev=2"):
+        mx.nd.contrib.SyncBatchNorm(mx.nd.array(x), mx.nd.array(g), mx.nd.array(b), mx.nd.zeros(3),
+                                    mx.nd.ones(3), ndev=2)
+    with pytest.raises(mx.base.MXNetError, match="axis"):
+        mx.nd.contrib.SyncBatchNorm(mx.nd.array(x), mx.nd.array(g), mx.nd.array(b), mx.nd.zeros(3),
+                                    mx.nd.ones(3), axis=2)

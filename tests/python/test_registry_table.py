@@ -534,6 +534,16 @@ TABLE["BatchNorm"].append(
     # Training: batch statistics, and the moving statistics updated in place.
     ref([_BN_X, _BN_G, _BN_B, _BN_MM, _BN_MV], _bn_train, {"fix_gamma": False, "momentum": 0.8}, wrt=[0, 1, 2],
         mutated={3: 1, 4: 2}, train=True, id="training"))
+# MXNet's contrib.SyncBatchNorm on one device (ndev=1): BatchNorm over axis 1
+TABLE["_contrib_SyncBatchNorm"] = [
+    ref([_BN_X, _BN_G, _BN_B, _BN_MM, _BN_MV],
+        lambda x, g, b, mm, mv, key: (x - mm.reshape(1, 2, 1)) / np.sqrt(mv.reshape(1, 2, 1) + 1e-3)
+        + b.reshape(1, 2, 1), {"key": "sync_bn0"}, wrt=[0, 2], grad=False, id="inference"),
+    ref([_BN_X, _BN_G, _BN_B, _BN_MM, _BN_MV],
+        lambda x, g, b, mm, mv, fix_gamma, momentum, ndev: _bn_train(x, g, b, mm, mv, fix_gamma, momentum),
+        {"fix_gamma": False, "momentum": 0.8, "ndev": 1}, wrt=[0, 1, 2], mutated={3: 1, 4: 2}, train=True,
+        id="training"),
+]
 TABLE["LayerNorm"] = [
     ref([U(2, 3, 4), U(4, lo=0.5, hi=1.5), U(4)], lambda x, g, b: _norm_axes(x, -1, 1e-5) * g + b),
     ref([U(2, 3, 4), U(3, lo=0.5, hi=1.5), U(3)], lambda x, g, b, axis, eps: _norm_axes(x, 1, 1e-3)
@@ -2894,6 +2904,11 @@ def test_dtype_consistency(name, case):
 SYMBOLIC_XFAIL = {}
 
 
+def _symbolic_xfail(name, c):
+    """The reason a case is expected to fail symbolically, or None."""
+    return None
+
+
 def _symbolic_params():
     out = []
     for name in sorted(TABLE):
@@ -2901,7 +2916,7 @@ def _symbolic_params():
             if c["kind"] != "ref":
                 continue
             pid = f"{name}-{c['id'] or k}"
-            reason = SYMBOLIC_XFAIL.get(pid)
+            reason = SYMBOLIC_XFAIL.get(pid) or _symbolic_xfail(name, c)
             marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
             out.append(pytest.param(name, c, id=pid, marks=marks))
     return out
@@ -2960,7 +2975,8 @@ def test_symbolic(name, case):
             exe.backward()
         assert len(got) == len(expected), f"{name}: {len(got)} outputs, imperative {len(expected)}"
         for k, (g, e) in enumerate(zip(got, expected)):
-            assert g.dtype == e.dtype, f"{name}: output {k} dtype {g.dtype}, imperative {e.dtype}"
+            assert (g.shape, g.dtype) == (e.shape, e.dtype), \
+                f"{name}: output {k} is {g.shape} {g.dtype}, imperative {e.shape} {e.dtype}"
             assert_almost_equal(g, e, names=(f"symbolic output {k}", "imperative"), equal_nan=True, **tol)
         for n in aux_names:
             assert_almost_equal(exe.aux_dict[n], arrays[names.index(n)], names=(f"symbolic {n}", "imperative"),
@@ -2969,7 +2985,8 @@ def test_symbolic(name, case):
         got = check_symbolic_forward(sym, location, expected, aux_states=aux, equal_nan=True, dtype="asnumpy", **tol)
         assert len(got) == len(expected), f"{name}: {len(got)} outputs, imperative {len(expected)}"
         for k, (g, e) in enumerate(zip(got, expected)):
-            assert g.dtype == e.dtype, f"{name}: output {k} dtype {g.dtype}, imperative {e.dtype}"
+            assert (g.shape, g.dtype) == (e.shape, e.dtype), \
+                f"{name}: output {k} is {g.shape} {g.dtype}, imperative {e.shape} {e.dtype}"
 
     if not case["grad"]:
         return

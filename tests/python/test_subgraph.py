@@ -147,3 +147,16 @@ def test_subgraph_with_auxiliary_states():
     ex.arg_dict["bn_gamma"][:] = 1
     ex.forward(is_train=True)
     assert abs(ex.aux_dict["bn_moving_mean"].asnumpy()).sum() > 0
+
+
+def test_hybridize_with_a_backend_partitions_the_cached_graph():
+    net = mx.gluon.nn.HybridSequential()
+    net.add(mx.gluon.nn.Dense(4, activation="tanh"), mx.gluon.nn.Dense(2))
+    net.initialize(mx.init.Xavier())
+    x = mx.nd.array(np.random.RandomState(0).randn(3, 5))
+    ref = net(x).asnumpy()
+    net.hybridize(backend="test_byop", ops=("FullyConnected", "Activation"))
+    out = net(x)
+    np.testing.assert_allclose(out.asnumpy(), ref, rtol=1e-6)
+    ops = [n["op"] for n in json.loads(net._cached_op._sym.tojson())["nodes"]]
+    assert "_CachedOp" in ops and "FullyConnected" not in ops

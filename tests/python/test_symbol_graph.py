@@ -349,7 +349,7 @@ def test_fluent_methods_and_creation():
     z = mx.sym.zeros((2, 2)) + mx.sym.ones((2, 2)) * 3 + mx.sym.full((2, 2), 1.5)
     assert z.eval()[0].asnumpy().tolist() == [[4.5, 4.5], [4.5, 4.5]]
     assert mx.sym.maximum(x, 1).eval(x=mx.nd.array([0.0, 2.0]))[0].asnumpy().tolist() == [1.0, 2.0]
-    with pytest.raises(NotImplementedError):
+    with pytest.raises(mx.base.NotImplementedForSymbol):
         bool(x)
 
 
@@ -464,3 +464,57 @@ def test_partial_shapes_complete_each_other():
     # a bound array with a 0 dimension is empty, not unknown
     ex = mx.sym.exp(mx.sym.var("z")).bind(mx.cpu(), {"z": mx.nd.zeros((0, 3))})
     assert ex.forward()[0].shape == (0, 3)
+
+
+def test_two_inputs_of_one_name_are_refused_at_bind():
+    s = mx.sym.var("x") + mx.sym.exp(mx.sym.var("x"))
+    assert s.list_arguments() == ["x", "x"]
+    with pytest.raises(mx.MXNetError, match="two different inputs named 'x'"):
+        s.bind(mx.cpu(), [mx.nd.ones((2,)), mx.nd.ones((2,))])
+
+
+def test_broadcasting_shapes_are_not_merged():
+    x, y = mx.sym.var("x"), mx.sym.var("y")
+    assert mx.sym.broadcast_add(x, y).infer_shape(x=(2, 3), y=(1, 3))[1] == [(2, 3)]
+
+
+def test_common_subexpressions_are_computed_once(monkeypatch):
+    a, b = mx.sym.var("a"), mx.sym.var("b")
+    av, bv = mx.nd.array([1.0, 2.0]), mx.nd.array([3.0, 5.0])
+
+    def run(sym, cse):
+        monkeypatch.setenv("MXNET_ELIMINATE_COMMON_EXPR", "1" if cse else "0")
+        given = {k: v for k, v in {"a": av, "b": bv}.items() if k in sym.list_arguments()}
+        ex = sym.simple_bind(mx.cpu(), **{k: v.shape for k, v in given.items()})
+        outs = ex.forward(is_train=True, **given)
+        ex.backward([mx.nd.ones((2,)) for _ in outs])
+        n = len(ex.get_optimized_symbol().get_internals())
+        return [o.asnumpy() for o in outs], {k: g.asnumpy() for k, g in ex.grad_dict.items()}, n
+
+    for sym, saved in [((a + b) + (a + b), 1), (((a + b) * 2) + ((a + b) * 2), 2),
+                       (mx.sym.Group([a * b + 1, a * b + 1]), 1), ((a + 1) + (a + 2), 0)]:
+        o0, g0, n0 = run(sym, False)
+        o1, g1, n1 = run(sym, True)
+        assert n0 - n1 == saved
+        for x, y in zip(o0, o1):
+            np.testing.assert_allclose(x, y)
+        for k in g0:
+            np.testing.assert_allclose(g0[k], g1[k])
+    # random operators are never merged
+    d = mx.sym.Dropout(a, p=0.5) + mx.sym.Dropout(a, p=0.5)
+    monkeypatch.setenv("MXNET_ELIMINATE_COMMON_EXPR", "1")
+    ex = d.simple_bind(mx.cpu(), a=(2,))
+    assert len(ex.get_optimized_symbol().get_internals()) == len(d.get_internals())
+
+
+def test_debug_str_reports_allocated_memory():
+    import re
+
+    x = mx.sym.var("data")
+    y = x
+    for _ in range(6):
+        y = y * y
+    big = y.simple_bind(mx.cpu(), data=(4, 3, 128, 128))
+    small = y.simple_bind(mx.cpu(), data=(4, 3, 128, 128), grad_req="null")
+    mb = lambda e: int(re.search(r"Total (\d+) MB allocated", e.debug_str()).group(1))
+    assert mb(big) > mb(small) >= 0

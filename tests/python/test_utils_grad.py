@@ -205,3 +205,23 @@ def test_symbolic_consistency():
     with pytest.raises(AssertionError, match="Predict Err: ctx 1 vs ctx 0 at concat_output"):
         check_consistency(cat, cl, ground_truth=wrong, grad_req="null")
     check_consistency(cat, cl, ground_truth=wrong, grad_req="null", raise_on_err=False)
+
+
+def test_assert_almost_equal_broadcasts_as_mxnet():
+    # MXNet 1.9.1 compares with np.allclose: shapes need only broadcast (np.dot of vectors is () vs (1,))
+    assert_almost_equal(np.float32(2.0), mx.nd.array([2.0]))
+    with pytest.raises(AssertionError, match="shape mismatch"):
+        assert_almost_equal(np.ones(3), np.ones(2))
+    with pytest.raises(AssertionError, match="shape mismatch"):
+        assert_almost_equal(np.ones(()), np.ones(1), use_broadcast=False)
+    with pytest.raises(AssertionError, match="worst at"):
+        assert_almost_equal(np.ones((2, 1)), np.array([1.0, 1.5]))
+
+
+def test_numpy_symbol_class_is_absent_but_checkable():
+    # MXNet's own test_utils asks isinstance(sym, mxnet.symbol.numpy._Symbol) in check_numeric_gradient
+    from oxnet.symbol.numpy import _Symbol
+
+    assert not isinstance(mx.sym.var("x"), _Symbol)
+    with pytest.raises(mx.base.NotBuiltError, match="not built in oxnet"):
+        _Symbol(None)

@@ -394,6 +394,76 @@ class Block:
         warnings.warn("load_params is deprecated. Please use load_parameters.")
         self.load_parameters(filename, ctx, allow_missing, ignore_extra)
 
+    def save(self, prefix):
+        """Save the structure and cached graphs to ``prefix-model.json`` and the
+        Parameters to ``prefix-model.params`` (MXNet 1.9.1's Block.save); a
+        Block built the same way (same classes and children) restores both
+        with :meth:`load`."""
+        import json
+
+        model = {}
+
+        def walk(blk, index, structure):
+            mdl = {"orig_name": blk.name}
+            structure[type(blk).__name__.lower() + str(index[0])] = mdl
+            if isinstance(blk, HybridBlock):
+                if blk._cached_graph:
+                    mdl["in_format"] = blk._in_format
+                    mdl["out_format"] = blk._out_format
+                    syms, out = blk._cached_graph
+                    mdl["inputs"] = [s.tojson() for s in syms]
+                    mdl["symbol"] = out.tojson()
+                    mdl["hybridized"] = True
+                else:
+                    mdl["hybridized"] = False
+            children = {}
+            mdl["children"] = children
+            for ch_name, child in blk._children.items():
+                index[0] += 1
+                children[child.name] = ch_name
+                walk(child, index, mdl)
+
+        walk(self, [0], model)
+        with open(prefix + "-model.json", "w") as fp:
+            json.dump(model, fp)
+        self.save_parameters(prefix + "-model.params")
+
+    def load(self, prefix):
+        """Restore what :meth:`save` wrote under ``prefix`` into this Block
+        (built the same way): names, cached graphs and Parameters."""
+        import json
+
+        with open(prefix + "-model.json") as fp:
+            model = json.load(fp)
+
+        def walk(blk, index, structure):
+            key = type(blk).__name__.lower() + str(index[0])
+            if key not in structure:
+                raise MXNetError(f"Block.load: {prefix}-model.json has no entry {key!r}; the Block was built "
+                                 "differently from the one saved")
+            mdl = structure[key]
+            blk._name = mdl["orig_name"]
+            if isinstance(blk, HybridBlock) and mdl.get("hybridized"):
+                symbol = _symbol_module()
+                blk._in_format = mdl["in_format"]
+                blk._out_format = mdl["out_format"]
+                blk._cached_graph = ([symbol.load_json(i) for i in mdl["inputs"]], symbol.load_json(mdl["symbol"]))
+                blk._cached_op = None
+                blk._active = True
+            for p in list(blk.params.keys()):
+                param = blk.params._params.pop(p)
+                blk.params._params[blk.name + "_" + p[len(blk.params._prefix):]] = param
+            for child in blk._children.values():
+                index[0] += 1
+                walk(child, index, mdl)
+            children = mdl["children"]
+            for ch_name in list(blk._children.keys()):
+                child = blk._children.pop(ch_name)
+                blk._children[children.get(child.name, ch_name)] = child
+
+        walk(self, [0], model)
+        self.load_parameters(prefix + "-model.params")
+
     def register_child(self, block, name=None):
         """Register ``block`` as a child (named by position when ``name`` is None)."""
         if name is None:
@@ -600,11 +670,12 @@ class HybridBlock(Block):
         super().cast(dtype)
 
     def register_op_hook(self, callback, monitor_all=False):
-        self._callback = callback
-        self._monitor_all = monitor_all
-        for child in self._children.values():
-            child._callback = callback
-            child._monitor_all = monitor_all
+        """MXNet calls ``callback`` on every operator output inside the cached
+        graph; oxnet's CachedOp has no per-operator callback yet."""
+        raise MXNetError(
+            "HybridBlock.register_op_hook: per-operator callbacks inside a hybridized graph are not implemented "
+            "in oxnet; run the block without hybridize() and use forward hooks, or mx.profiler"
+        )
 
     # ---- deferred shape inference -------------------------------------
     def _infer_param_shapes(self, *args):
@@ -619,9 +690,21 @@ class HybridBlock(Block):
             raise ValueError("Deferred initialization failed because shape cannot be inferred. {}".format(e)) from e
 
     def infer_shape(self, *args):
-        """Infer the shapes of all Parameters from the input arrays ``args``
-        (through the symbolic graph of ``hybrid_forward``)."""
-        self._infer_attrs("infer_shape", "shape", *args)
+        """Infer the shapes of all Parameters from the input arrays ``args``:
+        built-in layers work them out from the input shapes directly; other
+        Blocks through the symbolic graph of ``hybrid_forward`` (or, where that
+        cannot tell, one forward pass in predict mode without recording)."""
+        if type(self)._infer_param_shapes is not HybridBlock._infer_param_shapes:
+            self._infer_param_shapes(*args)
+            return
+        try:
+            self._infer_attrs("infer_shape", "shape", *args)
+        except Exception as sym_err:  # noqa: BLE001 (fall back, then report both)
+            try:
+                with autograd.pause(train_mode=False):
+                    self._forward_imperative(*args)
+            except Exception as e:  # noqa: BLE001
+                raise ValueError("{} cannot infer its Parameter shapes: {} ({})".format(self.name, sym_err, e)) from e
 
     def infer_type(self, *args):
         """Infer the dtypes of all Parameters from the inputs."""
@@ -719,6 +802,9 @@ class HybridBlock(Block):
 
     def _build_cache(self, *args):
         data, out = self._get_graph(*args)
+        if self._backend:
+            # partitioned by the backend given to hybridize() (the subgraph API)
+            out = out.optimize_for(self._backend, **self._backend_opts)
         data_names = {d.name: i for i, d in enumerate(data)}
         input_names = out.list_inputs()
         expected = set(input_names)
@@ -744,6 +830,10 @@ class HybridBlock(Block):
             for name in input_names:
                 if name in params:
                     params[name]._finish_deferred_init()
+        if self._backend:
+            out = self._partition(out, data_names, params, flat)
+            self._cached_graph = data, out
+            input_names = out.list_inputs()
         self._cached_op_args = []
         data_indices, param_indices = [], []
         for i, name in enumerate(input_names):
@@ -752,23 +842,57 @@ class HybridBlock(Block):
                 self._cached_op_args.append((True, data_names[name]))
             else:
                 param_indices.append(i)
+                if name not in params:
+                    raise RuntimeError("A parameter was added to the graph during optimization but it was not added "
+                                       "to the parameter dicts.\nPlease check the backend.")
                 self._cached_op_args.append((False, params[name]))
         flags = [("data_indices", data_indices), ("param_indices", param_indices)] + self._flags
         self._cached_op = ndarray.CachedOp(out, flags)
 
+    def _partition(self, out, data_names, params, flat):
+        """``out.optimize_for(backend, ...)`` with the current Parameter values."""
+        real = [a for a in flat if a is not None]
+        arg_dict, aux_dict = {}, {}
+        for name in out.list_arguments():
+            if name in data_names and data_names[name] < len(real):
+                arg_dict[name] = real[data_names[name]]
+            elif name in params:
+                arg_dict[name] = params[name].data()
+        for name in out.list_auxiliary_states():
+            if name in params:
+                aux_dict[name] = params[name].data()
+        ctx = real[0].context if real else None
+        try:
+            return out.optimize_for(self._backend, arg_dict, aux_dict, ctx, **self._backend_opts)
+        except ImportError as e:
+            raise MXNetError(f"hybridize(backend={self._backend!r}): graph partitioning (Symbol.optimize_for) is "
+                             f"not available in this build ({e})") from None
+
+    def optimize_for(self, x, *args, backend=None, clear=False, static_alloc=False, static_shape=False,
+                     inline_limit=2, forward_bulk_size=None, backward_bulk_size=None, **kwargs):
+        """Hybridize with ``backend`` and build the partitioned graph for the
+        inputs ``x, *args`` now (MXNet 1.9.1's HybridBlock.optimize_for)."""
+        if kwargs:
+            self._backend_opts = kwargs
+        if not backend:
+            raise ValueError('Must specify "backend" to optimize_for')
+        self.hybridize(True, backend, clear, static_alloc, static_shape, inline_limit, forward_bulk_size,
+                       backward_bulk_size)
+        has_symbol, has_ndarray, ctx_set, _ = _gather_type_ctx_info([x] + list(args))
+        if not has_symbol and not has_ndarray:
+            raise ValueError("In HybridBlock, there must be one NDArray or one Symbol in the input. Please check "
+                             "the type of the args.\n")
+        if len(ctx_set) > 1:
+            raise ValueError("Found multiple contexts in the input, After hybridized, the HybridBlock only supports "
+                             "one input context. Find all contexts = {}".format(ctx_set))
+        self._build_cache(x, *args)
+
     def _infer_shapes_for_graph(self, *args):
-        """Fill unknown Parameter shapes before the graph is built: by the
-        graph's shape inference, else by one imperative pass in predict mode
-        without recording (each layer then infers its own shapes)."""
+        """Fill unknown Parameter shapes before the graph is built."""
         try:
             self.infer_shape(*args)
-        except Exception as sym_err:  # noqa: BLE001 (fall back, then report both)
-            try:
-                with autograd.pause(train_mode=False):
-                    self._forward_imperative(*args)
-            except Exception as e:  # noqa: BLE001
-                raise ValueError("Deferred initialization failed because shape cannot be inferred. {} ({})"
-                                 .format(sym_err, e)) from e
+        except Exception as e:  # noqa: BLE001
+            raise ValueError("Deferred initialization failed because shape cannot be inferred. {}".format(e)) from e
 
     def _forward_imperative(self, x, *args):
         saved = []
@@ -931,11 +1055,11 @@ class SymbolBlock(HybridBlock):
         return _regroup(list(ret), self._out_format)
 
     def _infer_param_shapes(self, *args):
-        self.infer_shape(*args)
+        self._infer_attrs("infer_shape", "shape", *args)
 
     def _infer_shapes_for_graph(self, *args):
         try:
-            self.infer_shape(*args)
+            self._infer_attrs("infer_shape", "shape", *args)
         except Exception as e:  # noqa: BLE001
             raise ValueError("Deferred initialization failed because shape cannot be inferred. {}".format(e)) from e
 

@@ -46,9 +46,6 @@ class Loss(HybridBlock):
         return "{name}(batch_axis={b}, w={w})".format(name=self.__class__.__name__, b=self._batch_axis,
                                                      w=self._weight)
 
-    def _infer_param_shapes(self, *args):
-        pass
-
     def hybrid_forward(self, F, x, *args, **kwargs):
         raise NotImplementedError
 
@@ -173,8 +170,13 @@ class CTCLoss(Loss):
             pred = F.swapaxes(pred, 0, 1)
         if self._batch_axis == 1:
             label = F.swapaxes(label, 0, 1)
-        loss = F.CTCLoss(pred, label, pred_lengths, label_lengths, use_data_lengths=pred_lengths is not None,
-                         use_label_lengths=label_lengths is not None, blank_label="last")
+        lengths = {}
+        if pred_lengths is not None:
+            lengths["data_lengths"] = pred_lengths
+        if label_lengths is not None:
+            lengths["label_lengths"] = label_lengths
+        loss = F.CTCLoss(pred, label, use_data_lengths=pred_lengths is not None,
+                         use_label_lengths=label_lengths is not None, blank_label="last", **lengths)
         return _apply_weighting(F, loss, self._weight, sample_weight)
 
 

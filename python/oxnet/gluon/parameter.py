@@ -104,7 +104,7 @@ class Parameter:
         self.init = init
         for what, st in (("stype", stype), ("grad_stype", grad_stype)):
             if st not in ("default", "row_sparse", "csr"):
-                raise ValueError(
+                raise AssertionError(
                     f"{what} for Parameter '{name}' must be one of 'default', 'row_sparse', or 'csr', but got '{st}'"
                 )
             if st != "default":
@@ -166,6 +166,7 @@ class Parameter:
 
     @property
     def stype(self):
+        """Storage type: always 'default' (dense) in oxnet."""
         return self._stype
 
     def _set_trainer(self, trainer):
@@ -354,6 +355,17 @@ class Parameter:
         for arr in self._data:
             arr[:] = data
 
+    def row_sparse_data(self, row_id):
+        """MXNet's copy of selected rows of a 'row_sparse' Parameter; oxnet has
+        no sparse storage (every Parameter is 'default')."""
+        raise MXNetError(f"Parameter.row_sparse_data ('{self.name}'): row_sparse Parameters are not implemented "
+                         "in oxnet; use data()")
+
+    def list_row_sparse_data(self, row_id):
+        """See :meth:`row_sparse_data` (not implemented: no sparse storage)."""
+        raise MXNetError(f"Parameter.list_row_sparse_data ('{self.name}'): row_sparse Parameters are not "
+                         "implemented in oxnet; use list_data()")
+
     def data(self, ctx=None):
         """The NDArray on ``ctx`` (default: the only context, or the current one)."""
         return self._check_and_get(self._data, ctx)
@@ -484,12 +496,15 @@ class ParameterDict:
         return key in self._params
 
     def items(self):
+        """(name, Parameter) pairs in insertion order."""
         return self._params.items()
 
     def keys(self):
+        """Parameter names in insertion order."""
         return self._params.keys()
 
     def values(self):
+        """Parameters in insertion order."""
         return self._params.values()
 
     @property

@@ -201,6 +201,7 @@ class HookHandle:
         self._id = None
 
     def attach(self, hooks_dict, hook):
+        """Add ``hook`` to ``hooks_dict`` under a fresh id (once per handle)."""
         if self._hooks_dict_ref is not None:
             raise RuntimeError("The same handle cannot be attached twice")
         self._id = HookHandle._next_id[0]

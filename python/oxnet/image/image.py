@@ -22,7 +22,7 @@ from .. import _native
 from .. import io
 from .. import ndarray as nd
 from .. import recordio
-from ..base import DTypeError, MXIOError, numeric_types
+from ..base import DTypeError, MXIOError, ParamError, numeric_types
 from ..ndarray import NDArray
 
 __all__ = [
@@ -202,7 +202,7 @@ def _get_interp_method(interp, sizes=()):
     if interp == 10:
         return random.randint(0, 4)
     if interp not in (0, 1, 2, 3, 4):
-        raise ValueError("Unknown interp method %d" % interp)
+        raise ParamError("Unknown interp method %d (0-4, 9 auto or 10 random)" % interp)
     return interp
 
 

@@ -99,7 +99,9 @@ class Symbol:
         return self._h.num_outputs()
 
     def __bool__(self):
-        raise NotImplementedError("The truth value of a Symbol is not defined")
+        from ..base import NotImplementedForSymbol
+
+        raise NotImplementedForSymbol(self.__bool__, "bool")
 
     @property
     def name(self):
@@ -459,6 +461,16 @@ class Symbol:
         from ..executor import Executor
 
         return Executor(self, ctx, args, args_grad, grad_req, aux_states, group2ctx)
+
+    def _gen_atomic_symbol(self):
+        """A symbol of the head node's operator and attributes alone, over
+        new variables (MXNet uses it to describe a node)."""
+        js = _json.loads(self.tojson())
+        node = js["nodes"][js["heads"][0][0]]
+        if node["op"] == "null":
+            return var(node["name"])
+        h = _SH.create(node["op"], list(node.get("attrs", {}).items()), [], node["name"])
+        return Symbol(h)
 
     def _bind(self, *a, **k):
         return self.bind(*a, **k)

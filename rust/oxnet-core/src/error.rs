@@ -21,6 +21,8 @@ pub enum Error {
     Engine(String),
     /// A device that is not available (e.g. `gpu(0)` without a GPU backend).
     Device(String),
+    /// Not enough memory for an array (MemoryError in Python).
+    OutOfMemory(String),
     /// A failure inside a kernel, reported with the operator's name.
     Op { op: String, msg: String },
     /// An error raised by Python code run inside the engine (custom op).
@@ -41,6 +43,7 @@ impl Error {
             | Error::Decode(m)
             | Error::Engine(m)
             | Error::Device(m)
+            | Error::OutOfMemory(m)
             | Error::External(m) => m.clone(),
             Error::Op { op, msg } => format!("{op}: {msg}"),
         }
@@ -79,6 +82,7 @@ impl Error {
             Error::Device(_) => Error::Device(m),
             Error::Op { op, .. } => Error::Op { op, msg: m },
             Error::External(_) => Error::External(m),
+            Error::OutOfMemory(_) => Error::OutOfMemory(m),
         }
     }
 }

@@ -25,6 +25,7 @@ fn kind(e: &Error) -> &'static str {
         Error::Decode(_) => "decode",
         Error::Engine(_) => "engine",
         Error::Device(_) => "device",
+        Error::OutOfMemory(_) => "memory",
         Error::Op { .. } => "op",
         Error::External(_) => "external",
     }
@@ -43,6 +44,7 @@ pub fn to_py(e: Error) -> PyErr {
             Error::DType(_) => PyTypeError::new_err(msg),
             Error::Index(_) => PyIndexError::new_err(msg),
             Error::Io(_) => PyIOError::new_err(msg),
+            Error::OutOfMemory(_) => pyo3::exceptions::PyMemoryError::new_err(msg),
             _ => PyRuntimeError::new_err(msg),
         }
     })

@@ -6,7 +6,21 @@ use pyo3::prelude::*;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+// mimalloc's C API, linked by the mimalloc crate (its sys crate declares
+// mi_collect only behind a feature with a further dependency).
+extern "C" {
+    fn mi_collect(force: bool);
+}
+
+/// Return mimalloc's free memory to the OS (`mx.storage.release_all()`).
+fn purge_mimalloc() {
+    // SAFETY: mi_collect only frees memory mimalloc no longer uses; `force`
+    // also collects the abandoned heaps of threads that exited.
+    unsafe { mi_collect(true) };
+}
+
 mod autograd;
+mod capi;
 mod data_iter;
 mod dlpack;
 mod errors;
@@ -22,6 +36,7 @@ mod symbol;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     runtime::install_panic_hook();
+    oxnet_core::storage::set_purge_hook(purge_mimalloc);
     m.add_class::<ndarray::NDArray>()?;
     errors::register(m)?;
     host_op::register(m)?;

@@ -316,6 +316,18 @@ impl GraphExecutor {
         (self.plan.memory.planned_bytes, self.plan.memory.unplanned_bytes)
     }
 
+    /// Bytes of the arrays the executor owns: its outputs and gradient
+    /// results, and the planned blocks of intermediate results.
+    fn allocated_bytes(&self) -> usize {
+        self.plan.memory.planned_bytes + self.plan.memory.owned_bytes
+    }
+
+    /// The forward graph that runs (subgraphs inlined, common expressions
+    /// eliminated).
+    fn optimized_symbol(&self) -> SymbolHandle {
+        handle(self.plan.optimized.clone())
+    }
+
     fn num_nodes(&self) -> (usize, usize) {
         (self.plan.fwd_nodes.len(), self.plan.bwd_nodes.len())
     }

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.pool
+import os
 import pickle
+import signal
+import tempfile
 
 import numpy as np
 
@@ -40,26 +43,54 @@ def _as_in_context(data, ctx):
     return data
 
 
-def _to_transport(batch):
-    """Worker side: NDArrays become NumPy arrays for the trip to the parent."""
-    if isinstance(batch, nd.NDArray):
-        return ("nd", batch.asnumpy())
+_SHM_DIR = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+
+
+def _to_transport(batch, prefix="oxnet-dl-"):
+    """Worker side: each array of the batch goes to a file in shared memory
+    (/dev/shm); only (path, shape, dtype) travel through the pool's pipe, so
+    a pipe never fills with batch data."""
+    if isinstance(batch, (nd.NDArray, np.ndarray)):
+        arr = np.ascontiguousarray(batch.asnumpy() if isinstance(batch, nd.NDArray) else batch)
+        fd, path = tempfile.mkstemp(prefix=prefix, dir=_SHM_DIR)
+        with os.fdopen(fd, "wb") as f:
+            arr.tofile(f)
+        return ("shm", path, arr.shape, arr.dtype.str)
     if isinstance(batch, list):
-        return ("list", [_to_transport(b) for b in batch])
+        return ("list", [_to_transport(b, prefix) for b in batch])
     if isinstance(batch, tuple):
-        return ("tuple", [_to_transport(b) for b in batch])
+        return ("tuple", [_to_transport(b, prefix) for b in batch])
     return ("obj", batch)
 
 
 def _from_transport(item):
-    kind, value = item
-    if kind == "nd":
-        return nd.array(value, dtype=value.dtype)
+    """Parent side: NDArrays from the shared-memory files (which are removed)."""
+    kind = item[0]
+    if kind == "shm":
+        _, path, shape, dtype = item
+        try:
+            data = np.fromfile(path, dtype=np.dtype(dtype)).reshape(shape)
+        finally:
+            os.unlink(path)
+        return nd.array(data, dtype=data.dtype)
     if kind == "list":
-        return [_from_transport(v) for v in value]
+        return [_from_transport(v) for v in item[1]]
     if kind == "tuple":
-        return tuple(_from_transport(v) for v in value)
-    return value
+        return tuple(_from_transport(v) for v in item[1])
+    return item[1]
+
+
+def _discard_transport(item):
+    """Remove the shared-memory files of a batch nobody will read."""
+    kind = item[0]
+    if kind == "shm":
+        try:
+            os.unlink(item[1])
+        except OSError:
+            pass
+    elif kind in ("list", "tuple"):
+        for v in item[1]:
+            _discard_transport(v)
 
 
 _worker_dataset = None
@@ -70,13 +101,14 @@ def _worker_initializer(dataset):
     _worker_dataset = dataset
 
 
-def _worker_fn(samples, batchify_fn, dataset=None):
-    """Run in a worker process: read and batchify ``samples``; returns pickled bytes."""
+def _worker_fn(samples, batchify_fn, dataset=None, prefix="oxnet-dl-"):
+    """Run in a worker process: read and batchify ``samples``; returns the
+    pickled transport record (arrays are in shared-memory files)."""
     batch = batchify_fn([_worker_dataset[i] for i in samples])
-    return pickle.dumps(_to_transport(batch), pickle.HIGHEST_PROTOCOL)
+    return pickle.dumps(_to_transport(batch, prefix), pickle.HIGHEST_PROTOCOL)
 
 
-def _thread_worker_fn(samples, batchify_fn, dataset):
+def _thread_worker_fn(samples, batchify_fn, dataset, prefix=None):
     return batchify_fn([dataset[i] for i in samples])
 
 
@@ -84,7 +116,7 @@ class _MultiWorkerIter:
     """Iterate batches computed by a worker pool, ``prefetch`` ahead, in order."""
 
     def __init__(self, worker_pool, batchify_fn, batch_sampler, pin_memory=False, pin_device_id=0,
-                 worker_fn=_worker_fn, prefetch=0, dataset=None, data_loader=None, timeout=120):
+                 worker_fn=_worker_fn, prefetch=0, dataset=None, data_loader=None, timeout=120, shm_prefix=None):
         self._worker_pool = worker_pool
         self._batchify_fn = batchify_fn
         self._batch_sampler = batch_sampler
@@ -98,6 +130,7 @@ class _MultiWorkerIter:
         self._dataset = dataset
         self._data_loader = data_loader
         self._timeout = timeout
+        self._shm_prefix = shm_prefix or "oxnet-dl-"
         for _ in range(prefetch):
             self._push_next()
 
@@ -108,8 +141,8 @@ class _MultiWorkerIter:
         r = next(self._iter, None)
         if r is None:
             return
-        self._data_buffer[self._sent_idx] = self._worker_pool.apply_async(self._worker_fn,
-                                                                          (r, self._batchify_fn, self._dataset))
+        self._data_buffer[self._sent_idx] = self._worker_pool.apply_async(
+            self._worker_fn, (r, self._batchify_fn, self._dataset, self._shm_prefix))
         self._sent_idx += 1
 
     def __next__(self):
@@ -134,6 +167,24 @@ class _MultiWorkerIter:
     def __iter__(self):
         return self
 
+    def _discard_ready(self):
+        """Remove the files of prefetched batches that will not be read."""
+        if self._dataset is not None:  # threads: batches are in memory
+            return
+        for ret in self._data_buffer.values():
+            if ret.ready():
+                try:
+                    _discard_transport(pickle.loads(ret.get(0)))
+                except Exception:  # noqa: BLE001 (a failed batch has no files)
+                    pass
+        self._data_buffer = {}
+
+    def __del__(self):
+        try:
+            self._discard_ready()
+        except Exception:  # noqa: BLE001 (interpreter shutdown)
+            pass
+
 
 class DataLoader:
     """Load a Dataset in mini-batches.
@@ -153,6 +204,8 @@ class DataLoader:
     prefetch : int -- batches requested ahead (default 2 * num_workers)
     thread_pool : bool -- use threads instead of processes
     timeout : seconds to wait for a worker's batch (default 120)
+    auto_reload : bool -- start prefetching the next pass right away (at
+        construction and at the end of each pass)
     """
 
     def __init__(self, dataset, batch_size=None, shuffle=False, sampler=None, last_batch=None, batch_sampler=None,
@@ -179,20 +232,47 @@ class DataLoader:
         self._batch_sampler = batch_sampler
         self._num_workers = num_workers if num_workers >= 0 else 0
         self._worker_pool = None
+        self._shm_prefix = "oxnet-dl-%d-%x-" % (os.getpid(), id(self))
         self._prefetch = max(0, int(prefetch) if prefetch is not None else 2 * self._num_workers)
         if self._num_workers > 0:
             if self._thread_pool:
                 self._worker_pool = multiprocessing.pool.ThreadPool(self._num_workers)
             else:
                 ctx = multiprocessing.get_context("fork")
-                self._worker_pool = ctx.Pool(self._num_workers, initializer=_worker_initializer,
-                                             initargs=[self._dataset])
+                # workers ignore Ctrl-C; the parent handles it
+                old_handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
+                try:
+                    self._worker_pool = ctx.Pool(self._num_workers, initializer=_worker_initializer,
+                                                 initargs=[self._dataset])
+                finally:
+                    signal.signal(signal.SIGINT, old_handler)
         if batchify_fn is None:
             self._batchify_fn = default_mp_batchify_fn if num_workers > 0 else default_batchify_fn
         else:
             self._batchify_fn = batchify_fn
+        self._iter = None
+        self.auto_reload = auto_reload
+        if self.auto_reload:
+            self.refresh()
 
     def __iter__(self):
+        if self._iter is None:
+            self.refresh()
+        it = self._iter
+        self._iter = None  # an iterator serves one pass only
+        yield from it
+        if self._iter is None and self.auto_reload:
+            self.refresh()
+
+    def refresh(self):
+        """Start a new pass now (workers begin prefetching its first batches)."""
+        self._iter = self._prefetch_iter()
+
+    def clean(self):
+        """Drop a prefetched pass; the next one starts at ``iter()``."""
+        self._iter = None
+
+    def _prefetch_iter(self):
         if self._num_workers == 0:
             def same_process_iter():
                 for batch in self._batch_sampler:
@@ -206,7 +286,7 @@ class DataLoader:
                                 pin_memory=self._pin_memory, pin_device_id=self._pin_device_id,
                                 worker_fn=_thread_worker_fn if self._thread_pool else _worker_fn,
                                 prefetch=self._prefetch, dataset=self._dataset if self._thread_pool else None,
-                                data_loader=self, timeout=self._timeout)
+                                data_loader=self, timeout=self._timeout, shm_prefix=self._shm_prefix)
 
     def __len__(self):
         return len(self._batch_sampler)
@@ -214,5 +294,15 @@ class DataLoader:
     def __del__(self):
         pool = getattr(self, "_worker_pool", None)
         if pool is not None:
-            pool.terminate()
             self._worker_pool = None
+            pool.terminate()
+            if not self._thread_pool:
+                pool.join()
+                # batches the workers wrote that nobody read
+                import glob
+
+                for path in glob.glob(os.path.join(_SHM_DIR, self._shm_prefix + "*")):
+                    try:
+                        os.unlink(path)
+                    except OSError:
+                        pass

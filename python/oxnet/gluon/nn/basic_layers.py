@@ -82,10 +82,6 @@ class HybridSequential(_SequentialMixin, HybridBlock):
             x = block(x)
         return x
 
-    def _infer_param_shapes(self, *args):
-        # Children initialize their own Parameters on their first call.
-        pass
-
 
 class Dense(HybridBlock):
     """Fully connected layer: ``activation(dot(x, weight.T) + bias)``.
@@ -244,9 +240,6 @@ class Embedding(HybridBlock):
         self.weight = self.params.get("weight", shape=(input_dim, output_dim), init=weight_initializer,
                                       dtype=dtype, allow_deferred_init=True)
 
-    def _infer_param_shapes(self, *args):
-        pass
-
     def hybrid_forward(self, F, x, weight):
         return F.Embedding(x, weight, name="fwd", **self._kwargs)
 
@@ -345,9 +338,6 @@ class GroupNorm(HybridBlock):
         self.beta = self.params.get("beta", grad_req="write" if center else "null", shape=(num_groups,),
                                     init=beta_initializer, allow_deferred_init=True)
 
-    def _infer_param_shapes(self, *args):
-        pass
-
     def hybrid_forward(self, F, data, gamma, beta):
         return F.GroupNorm(data, gamma=gamma, beta=beta, num_groups=self._num_groups, eps=self._epsilon)
 
@@ -395,9 +385,6 @@ class HybridLambda(HybridBlock):
             self._func_name = function.__name__
         else:
             raise ValueError("Unrecognized function in lambda: {} of type {}".format(function, type(function)))
-
-    def _infer_param_shapes(self, *args):
-        pass
 
     def hybrid_forward(self, F, x, *args):
         return self._func(F, x, *args)

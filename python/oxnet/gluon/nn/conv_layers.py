@@ -217,9 +217,6 @@ class _Pooling(HybridBlock):
     def _alias(self):
         return "pool"
 
-    def _infer_param_shapes(self, *args):
-        pass
-
     def hybrid_forward(self, F, x):
         return F.Pooling(x, name="fwd", **self._kwargs)
 
@@ -353,9 +350,6 @@ class ReflectionPad2D(HybridBlock):
         if len(padding) != 8:
             raise AssertionError("ReflectionPad2D: padding must be an int or 8 ints")
         self._padding = tuple(padding)
-
-    def _infer_param_shapes(self, *args):
-        pass
 
     def hybrid_forward(self, F, x):
         return F.pad(x, mode="reflect", pad_width=self._padding)

@@ -19,7 +19,12 @@ def _is_tensor(x):
 
 
 def _as_list(x):
-    return list(x) if isinstance(x, (list, tuple)) else [x]
+    """The outputs of a split as a list (a grouped Symbol iterates over its outputs)."""
+    if isinstance(x, (list, tuple)):
+        return list(x)
+    if _is_symbol(x):
+        return list(x) if len(x.list_outputs()) > 1 else [x]
+    return [x]
 
 
 def _cells_state_info(cells, batch_size):
@@ -30,15 +35,34 @@ def _cells_begin_state(cells, **kwargs):
     return sum([c.begin_state(**kwargs) for c in cells], [])
 
 
-def _get_begin_state(cell, F, begin_state, inputs, batch_size):
+def _get_begin_state(cell, F, begin_state, inputs, batch_size, layout="NTC"):
     if begin_state is None:
         if F is ndarray:
             ctx = inputs.context if _is_tensor(inputs) else inputs[0].context
             with ctx:
                 begin_state = cell.begin_state(func=F.zeros, batch_size=batch_size)
         else:
-            begin_state = cell.begin_state(func=F.zeros, batch_size=batch_size)
+            begin_state = _symbolic_zero_states(cell, F, inputs, layout)
     return begin_state
+
+
+def _symbolic_zero_states(cell, F, inputs, layout):
+    """Zero begin states of a traced graph, with the batch size taken from
+    ``inputs`` (a (N, T, C)-like tensor in ``layout`` or a list of (N, C)
+    steps), so the graph works for any batch size."""
+    if _is_tensor(inputs):
+        x, batch_axis = inputs, layout.find("N")
+    else:
+        x, batch_axis = inputs[0], 0
+    ones_n = F.sum(F.zeros_like(x), axis=batch_axis, exclude=True)  # (N,) zeros
+    col = F.expand_dims(ones_n, axis=1)  # (N, 1)
+    states = []
+    for info in cell.state_info(0):
+        shape = tuple(info["shape"])
+        if len(shape) != 2 or shape[0] != 0:
+            raise ValueError(f"{cell.name}: cannot size begin state of shape {shape} from the input; pass begin_state")
+        states.append(F.broadcast_to(col, shape=(0, shape[1])))
+    return states
 
 
 def _F_of(x):
@@ -141,7 +165,7 @@ class RecurrentCell(Block):
         of its last valid step. Returns (outputs, states)."""
         self.reset()
         inputs, axis, F, batch_size = _format_sequence(length, inputs, layout, False)
-        states = _get_begin_state(self, F, begin_state, inputs, batch_size)
+        states = _get_begin_state(self, F, begin_state, inputs, batch_size, layout)
         outputs, all_states = [], []
         for i in range(length):
             output, states = self(inputs[i], states)
@@ -357,7 +381,7 @@ class _SequentialCellMixin:
         self.reset()
         inputs, _, F, batch_size = _format_sequence(length, inputs, layout, None)
         num_cells = len(self._children)
-        begin_state = _get_begin_state(self, F, begin_state, inputs, batch_size)
+        begin_state = _get_begin_state(self, F, begin_state, inputs, batch_size, layout)
         p = 0
         next_states = []
         for i, cell in enumerate(self._children.values()):
@@ -390,9 +414,6 @@ class HybridSequentialRNNCell(_SequentialCellMixin, HybridRecurrentCell):
     def __init__(self, prefix=None, params=None):
         super().__init__(prefix=prefix, params=params)
 
-    def _infer_param_shapes(self, *args):
-        pass
-
     def hybrid_forward(self, F, inputs, states):
         return self.__call__(inputs, states)
 
@@ -415,9 +436,6 @@ class DropoutCell(HybridRecurrentCell):
 
     def _alias(self):
         return "dropout"
-
-    def _infer_param_shapes(self, *args):
-        pass
 
     def hybrid_forward(self, F, inputs, states):
         if self._rate > 0:
@@ -458,9 +476,6 @@ class ModifierCell(HybridRecurrentCell):
         begin = self.base_cell.begin_state(func=func, **kwargs)
         self.base_cell._modified = True
         return begin
-
-    def _infer_param_shapes(self, *args):
-        pass
 
     def hybrid_forward(self, F, inputs, states):
         raise NotImplementedError
@@ -568,7 +583,7 @@ class BidirectionalCell(HybridRecurrentCell):
         self.reset()
         inputs, axis, F, batch_size = _format_sequence(length, inputs, layout, False)
         reversed_inputs = list(_reverse_sequences(inputs, length, valid_length))
-        states = _get_begin_state(self, F, begin_state, inputs, batch_size)
+        states = _get_begin_state(self, F, begin_state, inputs, batch_size, layout)
         l_cell, r_cell = self._children.values()
         nl = len(l_cell.state_info(batch_size))
         l_outputs, l_states = l_cell.unroll(length, inputs=inputs, begin_state=states[:nl], layout=layout,

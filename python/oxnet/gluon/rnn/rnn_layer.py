@@ -127,6 +127,7 @@ class _RNNLayer(HybridBlock):
         return stack
 
     def cast(self, dtype):
+        """Cast Parameters and the begin states' dtype to ``dtype``."""
         super().cast(dtype)
         self._dtype = dtype
 
@@ -187,9 +188,59 @@ class _RNNLayer(HybridBlock):
         out = self._forward_kernel(F, inputs, states, sequence_length, **kwargs)
         return out[0] if self.skip_states else out
 
+    def _forward_projection(self, F, inputs, states, **kwargs):
+        """LSTM with a projection layer, step by step on the time axis (the
+        fused RNN operator has no projection on CPU, as in MXNet 1.9.1).
+        ``inputs`` are TNC; returns (outputs TNC, [r, c])."""
+        if F is not ndarray:
+            from ...base import MXNetError
+
+            raise MXNetError("LSTM(projection_size=...) runs imperatively only in oxnet (the fused RNN operator "
+                             "has no projection); do not hybridize it")
+        if self._lstm_state_clip_min is not None or self._lstm_state_clip_max is not None:
+            from ...base import MXNetError
+
+            raise MXNetError("LSTM: state clipping together with projection_size is not implemented")
+        steps = [inputs[t] for t in range(inputs.shape[0])]
+        h0, c0 = states
+        nh, npj = self._hidden_size, self._projection_size
+        out_r, out_c = [], []
+        for layer in range(self._num_layers):
+            dir_outputs = []
+            for d, name in enumerate(["l", "r"][: self._dir]):
+                k = layer * self._dir + d
+                w = {g: kwargs["{}{}_{}".format(name, layer, g)]
+                     for g in ("i2h_weight", "h2h_weight", "h2r_weight", "i2h_bias", "h2h_bias")}
+                r, c = h0[k], c0[k]
+                seq = steps if d == 0 else steps[::-1]
+                outs = []
+                for x in seq:
+                    gates = F.FullyConnected(x, w["i2h_weight"], w["i2h_bias"], num_hidden=4 * nh) + \
+                        F.FullyConnected(r, w["h2h_weight"], w["h2h_bias"], num_hidden=4 * nh)
+                    i, f, g, o = F.split(gates, num_outputs=4, axis=1)
+                    c = F.sigmoid(f) * c + F.sigmoid(i) * F.tanh(g)
+                    r = F.FullyConnected(F.sigmoid(o) * F.tanh(c), w["h2r_weight"], no_bias=True, num_hidden=npj)
+                    outs.append(r)
+                dir_outputs.append(outs if d == 0 else outs[::-1])
+                out_r.append(r)
+                out_c.append(c)
+            steps = [F.concat(*parts, dim=1) if self._dir == 2 else parts[0] for parts in zip(*dir_outputs)]
+            if self._dropout and layer != self._num_layers - 1:
+                steps = [F.Dropout(x, p=self._dropout) for x in steps]
+        return F.stack(*steps, axis=0), [F.stack(*out_r, axis=0), F.stack(*out_c, axis=0)]
+
     def _forward_kernel(self, F, inputs, states, sequence_length, **kwargs):
         if self._layout == "NTC":
             inputs = F.swapaxes(inputs, 0, 1)
+        if self._projection_size is not None:
+            if self._use_sequence_length:
+                from ...base import MXNetError
+
+                raise MXNetError("LSTM: use_sequence_length together with projection_size is not implemented")
+            outputs, states = self._forward_projection(F, inputs, states, **kwargs)
+            if self._layout == "NTC":
+                outputs = F.swapaxes(outputs, 0, 1)
+            return outputs, states
         gates = ["i2h", "h2h", "h2r"] if self._projection_size else ["i2h", "h2h"]
         params = [kwargs["{}{}_{}_{}".format(d, layer, g, t)].reshape(-1)
                   for t in ["weight", "bias"]

@@ -201,12 +201,19 @@ pub(crate) fn execute(shared: &Shared, opr: &Opr) {
             r
         }
     };
-    if let Err(e) = result {
-        let e: var::ErrSlot = Arc::new(Mutex::new(Some(e)));
-        for v in &opr.writes {
-            v.set_error(&e);
+    match result {
+        Ok(()) => {
+            for v in &opr.writes {
+                v.clear_failure();
+            }
         }
-        shared.record_error(&e, &opr.writes);
+        Err(e) => {
+            let e: var::ErrSlot = Arc::new(Mutex::new(Some(e)));
+            for v in &opr.writes {
+                v.set_error(&e);
+            }
+            shared.record_error(&e, &opr.writes);
+        }
     }
 }
 

@@ -58,6 +58,9 @@ pub struct Plan {
     pub calls: HashMap<usize, Arc<crate::ops::registry::OpCall>>,
     /// Per node, the entries it reads (a fused node reads its tree's inputs).
     pub node_inputs: Vec<Vec<(usize, usize)>>,
+    /// The forward graph that runs (subgraphs inlined, common expressions
+    /// eliminated): MXNet's `get_optimized_symbol`.
+    pub optimized: Symbol,
 }
 
 /// The arrays of one run: one per entry of the planned graph.
@@ -110,11 +113,20 @@ impl Plan {
         aux_types: &[DType],
         grad_req: &[GradReq],
     ) -> Result<Plan> {
-        let flat = sym.inline_subgraphs()?;
+        let og = sym.indexed();
+        check_unique(&og)?;
+        // the graph that runs: subgraph nodes inlined, common expressions once
+        let mut flat = sym.inline_subgraphs()?;
+        if crate::graph::cse::enabled() {
+            flat = crate::graph::cse::eliminate(&flat)?;
+        }
         let sym = &flat;
         let fg = sym.indexed();
-        let args = fg.arg_nodes();
-        let auxs = fg.aux_nodes();
+        // arguments keep the bound symbol's order (names are unique)
+        let by_name: HashMap<&str, usize> =
+            fg.input_nodes.iter().map(|&n| (fg.nodes[n].name.as_str(), n)).collect();
+        let args: Vec<usize> = og.arg_nodes().iter().map(|&n| by_name[og.nodes[n].name.as_str()]).collect();
+        let auxs: Vec<usize> = og.aux_nodes().iter().map(|&n| by_name[og.nodes[n].name.as_str()]).collect();
         check_len("arguments", args.len(), arg_shapes.len(), &fg, &args)?;
         check_len("auxiliary states", auxs.len(), aux_shapes.len(), &fg, &auxs)?;
         if grad_req.len() != args.len() {
@@ -260,6 +272,7 @@ impl Plan {
             memory,
             calls,
             node_inputs,
+            optimized: flat.clone(),
         })
     }
 
@@ -470,6 +483,21 @@ fn entry_array(st: &State, g: &IndexedGraph, n: usize, k: usize) -> Result<NDArr
             g.nodes[n].name
         ))
     })
+}
+
+/// Two different variables of one name cannot be bound by name (MXNet
+/// refuses them too).
+fn check_unique(g: &IndexedGraph) -> Result<()> {
+    let mut seen = std::collections::HashSet::new();
+    for &n in &g.input_nodes {
+        if !seen.insert(g.nodes[n].name.as_str()) {
+            return Err(Error::Param(format!(
+                "bind: the symbol has two different inputs named '{}'; give each input a unique name",
+                g.nodes[n].name
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn check_len(what: &str, want: usize, got: usize, g: &IndexedGraph, nodes: &[usize]) -> Result<()> {

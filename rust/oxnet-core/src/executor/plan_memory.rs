@@ -21,6 +21,8 @@ pub struct MemoryPlan {
     pub unplanned_bytes: usize,
     /// Bytes of the shared blocks.
     pub planned_bytes: usize,
+    /// Bytes of the entries with arrays of their own (the graph's outputs).
+    pub owned_bytes: usize,
 }
 
 impl MemoryPlan {
@@ -72,7 +74,12 @@ impl MemoryPlan {
             free.append(&mut release[p]);
         }
         let planned_bytes = slots.iter().map(|(n, t)| n * t.size()).sum();
+        let owned_bytes = (0..n_ent)
+            .filter(|&e| owned[e])
+            .map(|e| shapes[e].iter().product::<usize>() * dtypes[e].size())
+            .sum();
         MemoryPlan {
+            owned_bytes,
             slot_of,
             slots,
             owned,

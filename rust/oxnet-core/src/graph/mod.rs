@@ -15,6 +15,7 @@ use parking_lot::RwLock;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
+pub mod cse;
 pub mod gradient;
 pub mod indexed;
 pub mod infer;
@@ -212,9 +213,12 @@ impl Symbol {
                     ins.push(s.outputs[0].clone());
                 }
                 None => {
+                    // MXNet gives the variables it creates the node's attributes
                     let vname = format!("{name}_{}", names.get(i).cloned().unwrap_or_default());
+                    let mut va: BTreeMap<String, String> = call.attrs.0.iter().cloned().collect();
+                    va.extend(user.iter().map(|(k, v)| (k.clone(), v.clone())));
                     ins.push(NodeEntry {
-                        node: Node::variable(&vname, BTreeMap::new()),
+                        node: Node::variable(&vname, va),
                         index: 0,
                     });
                 }

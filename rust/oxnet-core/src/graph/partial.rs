@@ -70,9 +70,12 @@ fn tuple_attr(c: &OpCall, k: &str) -> Option<Vec<usize>> {
         .collect()
 }
 
+/// Operators whose inputs and outputs all have one shape (not the
+/// broadcasting ones).
 fn is_same_shape_op(c: &OpCall) -> bool {
-    c.def.pointwise.is_some()
-        || std::ptr::fn_addr_eq(c.def.infer_shape, infer_shape_same as crate::ops::registry::InferShapeFn)
+    type F = crate::ops::registry::InferShapeFn;
+    std::ptr::fn_addr_eq(c.def.infer_shape, infer_shape_same as F)
+        || std::ptr::fn_addr_eq(c.def.infer_shape, crate::ops::elemwise::infer_elemwise2 as F)
         || matches!(c.def.name, "Activation" | "LeakyReLU" | "Dropout" | "BlockGrad" | "Cast")
 }
 

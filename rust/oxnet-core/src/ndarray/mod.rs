@@ -120,6 +120,10 @@ impl NDArray {
                 "{ctx} is not available: this build of oxnet has no GPU backend (mx.context.num_gpus() == 0)"
             )));
         }
+        // the storage comes later, on a worker: refuse now what cannot fit
+        storage::check_fits(nbytes, &|| {
+            format!("an array of shape {} {}", fmt_shape(shape), dtype.name())
+        })?;
         Ok(NDArray {
             chunk: Arc::new(Chunk {
                 var: Var::new(),
@@ -288,8 +292,16 @@ impl NDArray {
         })
     }
 
+    /// Wait until the value is computed. Raises the error of the operation
+    /// that failed to compute it, and again on every later read (the engine
+    /// reports an error to waits and `waitall` once; the value stays
+    /// uncomputed until something writes the array).
     pub fn wait_to_read(&self) -> Result<()> {
-        engine::wait_for_var(self.var(), false)
+        engine::wait_for_var(self.var(), false)?;
+        match self.var().failure() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     pub fn wait_to_write(&self) -> Result<()> {

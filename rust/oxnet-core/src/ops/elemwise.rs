@@ -972,7 +972,7 @@ fn infer_broadcast(
     Ok(())
 }
 
-fn infer_elemwise2(
+pub(crate) fn infer_elemwise2(
     call: &OpCall,
     ins: &mut [Option<Shape>],
     outs: &mut [Option<Shape>],

@@ -452,6 +452,14 @@ fn bn_kernel(call: &OpCall, i: &[Blob], o: &[Blob], k: &KernelCtx) -> Result<()>
     Ok(())
 }
 
+/// BatchNorm's (and SyncBatchNorm's) gradient: `_batch_norm_grad`.
+const BN_GRAD: Option<super::registry::GradFn> = Some(|c, b, x, _, g| {
+    let p = c.p::<BnParam>();
+    let r = b.op("_batch_norm_grad", &bn_attrs(p), &[g[0], x[0], x[1], x[3], x[4]])?;
+    let dgamma = if p.fix_gamma { Some(b.op1("zeros_like", &[], &[x[1]])?) } else { Some(r[1]) };
+    Ok(vec![Some(r[0]), dgamma, Some(r[2]), None, None])
+});
+
 pub static BATCH_NORM: OpDef = OpDef {
     name: "BatchNorm",
     doc: "Batch normalisation over all axes but `axis`: (x - mean) / sqrt(var + eps) * gamma + beta. \
@@ -465,12 +473,53 @@ pub static BATCH_NORM: OpDef = OpDef {
     infer_shape: bn_infer_shape,
     infer_type: infer_type_norm,
     cpu: Some(bn_kernel),
-    grad: Some(|c, b, x, _, g| {
-        let p = c.p::<BnParam>();
-        let r = b.op("_batch_norm_grad", &bn_attrs(p), &[g[0], x[0], x[1], x[3], x[4]])?;
-        let dgamma = if p.fix_gamma { Some(b.op1("zeros_like", &[], &[x[1]])?) } else { Some(r[1]) };
-        Ok(vec![Some(r[0]), dgamma, Some(r[2]), None, None])
-    }),
+    grad: BN_GRAD,
+    mutates: &[3, 4],
+    ..OpDef::BASE
+};
+
+/// MXNet's `_contrib_SyncBatchNorm` in one process: statistics are
+/// synchronised across `ndev` devices, and oxnet has one, so with `ndev=1`
+/// it is BatchNorm over axis 1 (MXNet's SyncBatchNorm has no `axis`); a
+/// larger `ndev` would wait for devices that do not exist and is refused.
+fn parse_sync_bn(a: &Attrs) -> Result<BnParam> {
+    const OP: &str = "_contrib_SyncBatchNorm";
+    let p = a.p(OP);
+    let ndev = p.i64("ndev", 1)?;
+    if ndev != 1 {
+        return Err(Error::Param(format!(
+            "{OP}: ndev={ndev}, but oxnet synchronises no devices (one process, one CPU \
+             context): use ndev=1, which is BatchNorm"
+        )));
+    }
+    if a.raw("axis").is_some() {
+        return Err(Error::Param(format!(
+            "{OP}: no 'axis' argument (it normalises over axis 1, as MXNet's)"
+        )));
+    }
+    let rest = Attrs(
+        a.0.iter()
+            .filter(|(k, _)| k != "ndev" && k != "key")
+            .cloned()
+            .collect(),
+    );
+    parse_bn(&rest).map_err(|e| Error::Param(e.message().replace("BatchNorm", OP)))
+}
+
+pub static SYNC_BATCH_NORM: OpDef = OpDef {
+    name: "_contrib_SyncBatchNorm",
+    doc: "Cross-device synchronised batch normalisation (MXNet's contrib.SyncBatchNorm). oxnet has \
+          one device per process, so it is BatchNorm over axis 1 with ndev=1 (the default; a larger \
+          ndev is refused); `key` names the synchronisation group and is accepted. Arguments and \
+          outputs as BatchNorm: eps=1e-3, momentum=0.9, fix_gamma=True, use_global_stats=False, \
+          output_mean_var=False.",
+    inputs: &["data", "gamma", "beta", "moving_mean", "moving_var"],
+    num_outputs: |c| if c.p::<BnParam>().output_mean_var { 3 } else { 1 },
+    parse: |a| Ok(Box::new(parse_sync_bn(a)?) as Params),
+    infer_shape: bn_infer_shape,
+    infer_type: infer_type_norm,
+    cpu: Some(bn_kernel),
+    grad: BN_GRAD,
     mutates: &[3, 4],
     ..OpDef::BASE
 };
@@ -1442,6 +1491,7 @@ pub static DROPOUT_GRAD: OpDef = OpDef {
 
 pub static OPS: &[&OpDef] = &[
     &BATCH_NORM,
+    &SYNC_BATCH_NORM,
     &BATCH_NORM_GRAD,
     &LAYER_NORM,
     &INSTANCE_NORM,

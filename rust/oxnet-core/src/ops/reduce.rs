@@ -580,14 +580,19 @@ fn reduce_infer_shape(
 ) -> Result<()> {
     if let Some(s) = &ins[0] {
         let p = c.p::<ReduceParam>();
-        if matches!(c.name(), "max" | "min") && numel(s) == 0 {
+        let (mask, out) = reduce_plan(c.name(), s, p)?;
+        // max/min have no identity: an empty reduced axis is an error
+        // unless the result itself is empty (NumPy: max over axis 1 of a
+        // (0, 3) array is an empty (0,) array, over axis 0 an error)
+        let empty_axis = s.iter().zip(&mask).any(|(&d, &m)| m && d == 0);
+        if matches!(c.name(), "max" | "min") && empty_axis && numel(&out) > 0 {
             return Err(Error::Shape(format!(
-                "{}: cannot reduce an empty input of shape {} (no identity)",
+                "{}: cannot reduce an empty axis of input shape {} (no identity)",
                 c.name(),
                 fmt_shape(s)
             )));
         }
-        outs[0] = Some(reduce_plan(c.name(), s, p)?.1);
+        outs[0] = Some(out);
     }
     Ok(())
 }
@@ -1362,6 +1367,13 @@ mod tests {
         let empty = arr(vec![], &[0, 3]);
         let e = err("max", &[], &[empty.clone()]);
         assert!(e.contains("max") && e.contains("empty"), "{e}");
+        let e = err("min", &[("axis", "0")], &[empty.clone()]);
+        assert!(e.contains("min") && e.contains("empty"), "{e}");
+        // over a non-empty axis the result is empty, as in NumPy
+        for op in ["max", "min"] {
+            let y = run1(op, &[("axis", "1")], &[empty.clone()]);
+            assert_eq!(y.shape, vec![0], "{op}");
+        }
         // sum of nothing is zero, as in NumPy and MXNet.
         assert_eq!(vals(&run1("sum", &[("axis", "0")], &[empty])), vec![0.0; 3]);
     }

@@ -2582,7 +2582,11 @@ mod tests {
         assert_eq!(run("diag", &[], &[x.clone()]).1, vec![0.0, 5.0, 10.0]);
         assert_eq!(run("diag", &[("k", "2")], &[x.clone()]).1, vec![2.0, 7.0]);
         assert_eq!(run("diag", &[("k", "-2")], &[x.clone()]).1, vec![8.0]);
-        assert_eq!(run("diag", &[("k", "9")], &[x]).0, vec![0]);
+        // MXNet: k in [-rows, cols]; the ends give an empty diagonal, beyond is an error
+        assert_eq!(run("diag", &[("k", "4")], &[x.clone()]).0, vec![0]);
+        assert_eq!(run("diag", &[("k", "-3")], &[x.clone()]).0, vec![0]);
+        assert!(err("diag", &[("k", "5")], &[x.clone()]).contains("does not exist"));
+        assert!(err("diag", &[("k", "-4")], &[x]).contains("does not exist"));
         let x = iota(&[2, 3, 3]);
         let (s, v) = run("diag", &[("axis1", "1"), ("axis2", "2")], &[x]);
         assert_eq!(s, vec![2, 3]);

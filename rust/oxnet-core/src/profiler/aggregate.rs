@@ -1,11 +1,10 @@
 //! Aggregate statistics (`aggregate_stats=True`), returned by `dumps()`:
 //! per section (operators per device, API calls, each Python domain,
 //! device storage) and name: count, total, min, max and average.
-use super::trace::device_name;
 use super::{Kind, Record};
 use crate::error::{Error, Result};
 use parking_lot::Mutex;
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -88,20 +87,27 @@ impl Stat {
     fn key(&self, by: SortBy) -> f64 {
         match by {
             SortBy::Total => self.total,
+            // MXNet's "average" of a counter: half its range
+            SortBy::Avg if self.unit == Unit::Value => (self.max - self.min) / 2.0,
             SortBy::Avg => self.avg(),
             SortBy::Min => self.min,
             SortBy::Max => self.max,
             SortBy::Count => self.count as f64,
         }
     }
-    /// (total, min, max, avg) in display units (ms, kB or raw).
+    /// (total, min, max, avg) in MXNet's display units: ms for times, kB
+    /// (1000 bytes) for memory; a counter's values divided by 1000 as MXNet
+    /// does, its "average" half its range.
     fn shown(&self) -> (f64, f64, f64, f64) {
         let s = match self.unit {
             Unit::Time => 1e-6,
-            Unit::Memory => 1.0 / 1024.0,
-            Unit::Value => 1.0,
+            Unit::Memory | Unit::Value => 1e-3,
         };
-        (self.total * s, self.min * s, self.max * s, self.avg() * s)
+        let avg = match self.unit {
+            Unit::Value => (self.max - self.min) / 2.0,
+            _ => self.avg(),
+        };
+        (self.total * s, self.min * s, self.max * s, avg * s)
     }
 }
 
@@ -115,7 +121,8 @@ fn table() -> &'static Mutex<Table> {
 /// Section and unit of a record (None: not aggregated).
 fn section(r: &Record) -> Option<(String, Unit)> {
     match r.kind {
-        Kind::Operator => Some((format!("operator ({})", device_name(r.ctx)), Unit::Time)),
+        // MXNet 1.9.1 groups every operator under one domain, "operator"
+        Kind::Operator => Some(("operator".to_string(), Unit::Time)),
         Kind::Api => Some(("MXNET_C_API".to_string(), Unit::Time)),
         Kind::Task | Kind::Frame => Some((
             r.domain.as_deref().unwrap_or("default").to_string(),
@@ -123,7 +130,7 @@ fn section(r: &Record) -> Option<(String, Unit)> {
         )),
         Kind::Event => Some(("event".to_string(), Unit::Time)),
         Kind::Counter => Some((
-            format!("{} (counters)", r.domain.as_deref().unwrap_or("default")),
+            r.domain.as_deref().unwrap_or("default").to_string(),
             Unit::Value,
         )),
         Kind::Memory => Some(("Device Storage".to_string(), Unit::Memory)),
@@ -169,6 +176,8 @@ pub fn snapshot() -> BTreeMap<String, BTreeMap<String, Stat>> {
     table().lock().clone()
 }
 
+/// Rows in MXNet's order: by the key, largest first (smallest first when
+/// `ascending`), ties by name, last first (its heap of (key, name) pairs).
 fn sorted(rows: &BTreeMap<String, Stat>, by: SortBy, ascending: bool) -> Vec<(&String, &Stat)> {
     let mut v: Vec<(&String, &Stat)> = rows.iter().collect();
     v.sort_by(|a, b| {
@@ -177,7 +186,7 @@ fn sorted(rows: &BTreeMap<String, Stat>, by: SortBy, ascending: bool) -> Vec<(&S
                 .partial_cmp(&b.1.key(by))
                 .unwrap_or(std::cmp::Ordering::Equal);
         let o = if ascending { o } else { o.reverse() };
-        o.then_with(|| a.0.cmp(b.0))
+        o.then_with(|| b.0.cmp(a.0))
     });
     v
 }
@@ -186,62 +195,38 @@ pub(crate) fn render(fmt: Format, by: SortBy, ascending: bool) -> String {
     let t = table().lock();
     match fmt {
         Format::Table => render_table(&t, by, ascending),
-        Format::Json => render_json(&t),
+        Format::Json => render_json(&t, by, ascending),
     }
 }
 
 fn render_table(t: &Table, by: SortBy, ascending: bool) -> String {
+    // MXNet's layout: name in 25 columns, then 16-wide right-aligned
+    // columns separated by a space; memory sections have no total
     let mut s = String::new();
     s.push_str("\nProfile Statistics:\n\tNote the difference in units for different entries.\n");
     for (sec, rows) in t {
         let Some(unit) = rows.values().next().map(|r| r.unit) else {
             continue;
         };
-        let w = rows
-            .keys()
-            .map(|k| k.chars().count())
-            .max()
-            .unwrap_or(0)
-            .max(29)
-            + 1;
+        let mem = unit == Unit::Memory;
         let _ = writeln!(s, "{sec}\n=================");
-        let cols: [&str; 4] = match unit {
-            Unit::Time => [
-                "Time (ms)",
-                "Min Time (ms)",
-                "Max Time (ms)",
-                "Avg Time (ms)",
-            ],
-            Unit::Memory => [
-                "Total Use (kB)",
-                "Min Use  (kB)",
-                "Max Use  (kB)",
-                "Avg Use  (kB)",
-            ],
-            Unit::Value => ["Total Value", "Min Value", "Max Value", "Avg Value"],
+        let (mn, mx, av) = if mem {
+            ("Min Use  (kB)", "Max Use  (kB)", "Avg Use  (kB)")
+        } else {
+            ("Min Time (ms)", "Max Time (ms)", "Avg Time (ms)")
         };
-        let _ = writeln!(
-            s,
-            "{:<w$}{:>11}    {:>14}    {:>14}    {:>14}    {:>14}",
-            "Name", "Total Count", cols[0], cols[1], cols[2], cols[3]
-        );
-        let dash = |c: &str| "-".repeat(c.chars().count());
-        let _ = writeln!(
-            s,
-            "{:<w$}{:>11}    {:>14}    {:>14}    {:>14}    {:>14}",
-            "----",
-            dash("Total Count"),
-            dash(cols[0]),
-            dash(cols[1]),
-            dash(cols[2]),
-            dash(cols[3])
-        );
+        let total = if mem { String::new() } else { format!("{:>16} ", "Time (ms)") };
+        let _ = writeln!(s, "{:<25}{:>16} {total}{mn:>16} {mx:>16} {av:>16}", "Name", "Total Count");
+        let total = if mem { String::new() } else { format!("{:>16} ", "---------") };
+        let d = "-------------";
+        let _ = writeln!(s, "{:<25}{:>16} {total}{d:>16} {d:>16} {d:>16}", "----", "-----------");
         for (name, st) in sorted(rows, by, ascending) {
             let (tot, mn, mx, avg) = st.shown();
+            let total = if mem { String::new() } else { format!("{tot:>16.4} ") };
             let _ = writeln!(
                 s,
-                "{:<w$}{:>11}    {:>14.4}    {:>14.4}    {:>14.4}    {:>14.4}",
-                name, st.count, tot, mn, mx, avg
+                "{name:<25}{:>16} {total}{mn:>16.4} {mx:>16.4} {avg:>16.4}",
+                st.count
             );
         }
         s.push('\n');
@@ -249,39 +234,51 @@ fn render_table(t: &Table, by: SortBy, ascending: bool) -> String {
     s
 }
 
-fn render_json(t: &Table) -> String {
-    let mut time = Map::new();
-    let mut memory = Map::new();
-    let mut counter = Map::new();
+/// `v` with 4 significant digits, as MXNet's `setprecision(4)` prints it.
+fn sig4(v: f64) -> Value {
+    if !v.is_finite() {
+        return Value::Null;
+    }
+    let r: f64 = format!("{v:.3e}").parse().unwrap_or(v);
+    if r == r.trunc() && r.abs() < 1e15 {
+        Value::from(r as i64)
+    } else {
+        Value::from(r)
+    }
+}
+
+/// MXNet's JSON: {"Time": {domain: {name: {Count, Total, Min, Max, Avg}}},
+/// "Memory": {domain: {name: {Count, Min, Max, Avg}}}, "Unit": ...}, each
+/// domain's names in the requested order (written by hand: the order of
+/// keys carries the sort).
+fn render_json(t: &Table, by: SortBy, ascending: bool) -> String {
+    let mut time = Vec::new();
+    let mut memory = Vec::new();
     for (sec, rows) in t {
         let Some(unit) = rows.values().next().map(|r| r.unit) else {
             continue;
         };
-        let mut m = Map::new();
-        for (name, st) in rows {
+        let mut items = Vec::new();
+        for (name, st) in sorted(rows, by, ascending) {
             let (tot, mn, mx, avg) = st.shown();
-            let v = match unit {
-                Unit::Time => json!({"Total Count": st.count, "Total Time": tot, "Min Time": mn,
-                                     "Max Time": mx, "Avg Time": avg}),
-                Unit::Memory => json!({"Total Count": st.count, "Min Use": mn, "Max Use": mx,
-                                       "Avg Use": avg}),
-                Unit::Value => json!({"Total Count": st.count, "Total Value": tot, "Min Value": mn,
-                                      "Max Value": mx, "Avg Value": avg}),
-            };
-            m.insert(name.clone(), v);
+            let mut fields = vec![format!("\"Count\": {}", st.count)];
+            if unit != Unit::Memory {
+                fields.push(format!("\"Total\": {}", sig4(tot)));
+            }
+            fields.push(format!("\"Min\": {}", sig4(mn)));
+            fields.push(format!("\"Max\": {}", sig4(mx)));
+            fields.push(format!("\"Avg\": {}", sig4(avg)));
+            items.push(format!("{}: {{{}}}", Value::from(name.as_str()), fields.join(", ")));
         }
-        let dst = match unit {
-            Unit::Time => &mut time,
-            Unit::Memory => &mut memory,
-            Unit::Value => &mut counter,
-        };
-        dst.insert(sec.clone(), Value::Object(m));
+        let dom = format!("{}: {{{}}}", Value::from(sec.as_str()), items.join(", "));
+        match unit {
+            Unit::Memory => memory.push(dom),
+            Unit::Time | Unit::Value => time.push(dom),
+        }
     }
-    json!({
-        "Unit": {"Time": "ms", "Memory": "kB"},
-        "Time": time,
-        "Memory": memory,
-        "Counter": counter,
-    })
-    .to_string()
+    format!(
+        "{{\"Time\": {{{}}}, \"Memory\": {{{}}}, \"Unit\": {{\"Time\": \"ms\", \"Memory\": \"kB\"}}}}",
+        time.join(", "),
+        memory.join(", ")
+    )
 }

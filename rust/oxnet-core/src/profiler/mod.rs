@@ -694,12 +694,11 @@ fn write_dump(finished: bool, wait: bool) -> Result<()> {
     let _g = DUMP_LOCK.lock();
     let filename = state().lock().config.filename.clone();
     let per_thread = fold_and_collect(finished);
-    let doc = trace::chrome_trace(&per_thread);
     let tmp = format!("{filename}.tmp{}", std::process::id());
     let write = || -> std::io::Result<()> {
         let f = std::fs::File::create(&tmp)?;
-        let mut w = std::io::BufWriter::new(f);
-        serde_json::to_writer(&mut w, &doc)?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+        trace::write_chrome_trace(&per_thread, &mut w)?;
         use std::io::Write;
         w.flush()?;
         drop(w);

@@ -11,7 +11,8 @@
 //!   are `C` events; markers are instant (`i`) events.
 use super::{Kind, MarkScope, Record, ThreadBuf};
 use crate::base::{fmt_shape, Context};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
+use std::io::Write;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -34,8 +35,11 @@ fn category(r: &Record) -> String {
     }
 }
 
-/// The trace document for the given per-thread events.
-pub(crate) fn chrome_trace(per_thread: &[(Arc<ThreadBuf>, Vec<Record>)]) -> Value {
+/// Write the trace document for the given per-thread events to `w`.
+pub(crate) fn write_chrome_trace(
+    per_thread: &[(Arc<ThreadBuf>, Vec<Record>)],
+    w: &mut dyn Write,
+) -> std::io::Result<()> {
     // pids: one per device seen, cpu/0 always (the host).
     let mut devices: BTreeSet<(i32, i32)> = BTreeSet::new();
     devices.insert((Context::cpu(0).dev_type as i32, 0));
@@ -52,18 +56,18 @@ pub(crate) fn chrome_trace(per_thread: &[(Arc<ThreadBuf>, Vec<Record>)]) -> Valu
         devices.iter().enumerate().map(|(i, k)| (*k, i)).collect();
     let pid = |c: Context| pid_of[&(c.dev_type as i32, c.dev_id)];
 
-    let mut out: Vec<Value> = Vec::new();
+    let mut meta: Vec<Value> = Vec::new();
     for (k, p) in &pid_of {
-        out.push(json!({"name": "process_name", "ph": "M", "pid": p,
+        meta.push(json!({"name": "process_name", "ph": "M", "pid": p,
                         "args": {"name": device_name(ctx_of[k])}}));
-        out.push(json!({"name": "process_sort_index", "ph": "M", "pid": p,
+        meta.push(json!({"name": "process_sort_index", "ph": "M", "pid": p,
                         "args": {"sort_index": p}}));
     }
     let mut threads: BTreeSet<(usize, u32)> = BTreeSet::new();
     for (tb, evs) in per_thread {
         for r in evs {
             if threads.insert((pid(r.ctx), tb.tid)) {
-                out.push(
+                meta.push(
                     json!({"name": "thread_name", "ph": "M", "pid": pid(r.ctx), "tid": tb.tid,
                                 "args": {"name": tb.name}}),
                 );
@@ -73,57 +77,77 @@ pub(crate) fn chrome_trace(per_thread: &[(Arc<ThreadBuf>, Vec<Record>)]) -> Valu
 
     let mut evs: Vec<&Record> = per_thread.iter().flat_map(|(_, e)| e.iter()).collect();
     evs.sort_by_key(|r| (r.start_ns, std::cmp::Reverse(r.dur_ns)));
+    // the events are written as they come (no tree of values: a dump of a
+    // million events was dominated by building one)
+    w.write_all(b"{\"traceEvents\": [")?;
+    let mut first = true;
+    for m in &meta {
+        if !first {
+            w.write_all(b",\n")?;
+        }
+        first = false;
+        serde_json::to_writer(&mut *w, m)?;
+    }
     for r in evs {
-        let mut e = Map::new();
-        e.insert("name".into(), Value::String(r.full_name()));
-        e.insert("cat".into(), Value::String(category(r)));
-        e.insert("ts".into(), json!(us(r.start_ns)));
-        e.insert("pid".into(), json!(pid(r.ctx)));
-        e.insert("tid".into(), json!(r.tid));
-        match r.kind {
-            Kind::Operator | Kind::Api | Kind::Task | Kind::Frame | Kind::Event => {
-                e.insert("ph".into(), json!("X"));
-                e.insert("dur".into(), json!(us(r.dur_ns)));
-                let mut args = Map::new();
-                if let Some(sh) = &r.shapes {
-                    let v: Vec<Value> = sh.iter().map(|s| Value::String(fmt_shape(s))).collect();
-                    args.insert("input_shapes".into(), Value::Array(v));
-                }
-                if let Some(op) = r.detail {
-                    args.insert("operator".into(), json!(op));
-                }
-                if r.kind == Kind::Frame {
-                    args.insert("frame".into(), json!(true));
-                }
-                if !args.is_empty() {
-                    e.insert("args".into(), Value::Object(args));
-                }
+        if !first {
+            w.write_all(b",\n")?;
+        }
+        first = false;
+        write_event(w, r, pid(r.ctx))?;
+    }
+    write!(
+        w,
+        "], \"displayTimeUnit\": \"ms\", \"otherData\": {{\"producer\": \"oxnet\", \"version\": \"{}\"}}}}",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// A JSON string.
+fn jstr(w: &mut dyn Write, s: &str) -> std::io::Result<()> {
+    serde_json::to_writer(w, s).map_err(std::io::Error::from)
+}
+
+/// One trace event as a JSON object.
+fn write_event(w: &mut dyn Write, r: &Record, pid: usize) -> std::io::Result<()> {
+    w.write_all(b"{\"name\": ")?;
+    jstr(w, &r.full_name())?;
+    w.write_all(b", \"cat\": ")?;
+    jstr(w, &category(r))?;
+    write!(w, ", \"ts\": {}, \"pid\": {pid}, \"tid\": {}", us(r.start_ns), r.tid)?;
+    match r.kind {
+        Kind::Operator | Kind::Api | Kind::Task | Kind::Frame | Kind::Event => {
+            write!(w, ", \"ph\": \"X\", \"dur\": {}", us(r.dur_ns))?;
+            let mut args = Vec::new();
+            if let Some(sh) = &r.shapes {
+                let v: Vec<String> = sh.iter().map(|s| fmt_shape(s)).collect();
+                args.push(format!("\"input_shapes\": {}", Value::from(v)));
             }
-            Kind::Counter => {
-                e.insert("ph".into(), json!("C"));
-                let mut args = Map::new();
-                args.insert(r.name.as_str().to_string(), json!(r.value));
-                e.insert("args".into(), Value::Object(args));
+            if let Some(op) = r.detail {
+                args.push(format!("\"operator\": {}", Value::from(op)));
             }
-            Kind::Memory => {
-                e.insert("ph".into(), json!("C"));
-                e.insert("args".into(), json!({"bytes_in_use": r.value}));
+            if r.kind == Kind::Frame {
+                args.push("\"frame\": true".to_string());
             }
-            Kind::Marker => {
-                e.insert("ph".into(), json!("i"));
-                let s = match r.mark.unwrap_or(MarkScope::Process) {
-                    MarkScope::Global => "g",
-                    MarkScope::Process => "p",
-                    MarkScope::Thread => "t",
-                };
-                e.insert("s".into(), json!(s));
+            if !args.is_empty() {
+                write!(w, ", \"args\": {{{}}}", args.join(", "))?;
             }
         }
-        out.push(Value::Object(e));
+        Kind::Counter => {
+            w.write_all(b", \"ph\": \"C\", \"args\": {")?;
+            jstr(w, r.name.as_str())?;
+            write!(w, ": {}}}", r.value)?;
+        }
+        Kind::Memory => {
+            write!(w, ", \"ph\": \"C\", \"args\": {{\"bytes_in_use\": {}}}", r.value)?;
+        }
+        Kind::Marker => {
+            let s = match r.mark.unwrap_or(MarkScope::Process) {
+                MarkScope::Global => "g",
+                MarkScope::Process => "p",
+                MarkScope::Thread => "t",
+            };
+            write!(w, ", \"ph\": \"i\", \"s\": \"{s}\"")?;
+        }
     }
-    json!({
-        "traceEvents": out,
-        "displayTimeUnit": "ms",
-        "otherData": {"producer": "oxnet", "version": env!("CARGO_PKG_VERSION")}
-    })
+    w.write_all(b"}")
 }

@@ -7,9 +7,17 @@
 //! * `PowerOfTwo` (MXNet's `Round` accepted): the next power of two;
 //! * `Unpooled`: exact size, returned to the system at once.
 //!
-//! Every block is 64-byte aligned. Freed blocks are cached per bucket up to
-//! `OXNET_MEM_POOL_MAX_CACHED` bytes (default 4 GiB); on allocation failure
-//! the pool releases its cache and retries once.
+//! Every block is 64-byte aligned. Blocks of 2 MiB and more are mapped
+//! from the system directly (`mmap`) and unmapped when released, so their
+//! memory really goes back to the OS; smaller ones come from the allocator.
+//! Freed blocks are cached per bucket, up to a bound proportional to use:
+//! the peak of bytes in use since the last `release_all` (at least 64 MiB),
+//! and never more than `OXNET_MEM_POOL_MAX_CACHED` bytes (default: a quarter
+//! of the machine's memory, at most 4 GiB). `release_all` unmaps the cached
+//! large blocks, frees the others and tells the allocator to purge (the
+//! hook the extension registers: mimalloc's `mi_collect`; glibc's
+//! `malloc_trim`). On allocation failure the pool releases its cache and
+//! retries once.
 //!
 //! External storage ([`Storage::external`]) wraps memory owned by someone
 //! else (a NumPy array, a DLPack producer): it keeps an owner object alive
@@ -88,9 +96,139 @@ pub struct Stats {
     pub rule: &'static str,
 }
 
+/// Blocks of at least this many bytes are mapped from the OS directly.
+pub const LARGE_BLOCK: usize = 2 << 20;
+/// The cache bound never goes below this (bytes).
+const MIN_CACHE_BOUND: usize = 64 << 20;
+
+/// The machine's physical memory in bytes (0 when unknown).
+pub fn physical_memory() -> usize {
+    // SAFETY: sysconf only reads system configuration.
+    let (pages, page) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+    if pages > 0 && page > 0 {
+        pages as usize * page as usize
+    } else {
+        0
+    }
+}
+
+/// Memory a new allocation may still get, in bytes: the kernel's estimate
+/// of available physical memory plus free swap (`/proc/meminfo`), or
+/// `None` where that is unknown.
+pub fn available_memory() -> Option<usize> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let field = |name: &str| -> Option<usize> {
+        let line = text.lines().find(|l| l.starts_with(name))?;
+        let kb: usize = line[name.len()..].trim().trim_end_matches("kB").trim().parse().ok()?;
+        Some(kb * 1024)
+    };
+    Some(field("MemAvailable:")? + field("SwapFree:").unwrap_or(0))
+}
+
+/// Arrays of at least this many bytes are checked against the available
+/// memory when they are created.
+const CHECK_FIT_BYTES: usize = 256 << 20;
+
+/// Refuse, at once, an array of `nbytes` that cannot fit in the memory the
+/// machine has left (physical + swap): an out-of-memory error instead of a
+/// process killed later by the OOM killer while the kernel fills it.
+/// `what` describes the array for the message.
+pub fn check_fits(nbytes: usize, what: &dyn Fn() -> String) -> Result<()> {
+    if nbytes < CHECK_FIT_BYTES {
+        return Ok(());
+    }
+    let Some(avail) = available_memory() else {
+        return Ok(());
+    };
+    // the pool's cached blocks can be given back for it
+    let avail = avail + cpu_pool().cached.load(Ordering::Relaxed);
+    if nbytes > avail {
+        return Err(Error::OutOfMemory(format!(
+            "cannot allocate {} for {}: only {} of memory (physical + swap) is available",
+            fmt_bytes(nbytes),
+            what(),
+            fmt_bytes(avail)
+        )));
+    }
+    Ok(())
+}
+
+fn fmt_bytes(n: usize) -> String {
+    if n >= 1 << 30 {
+        format!("{:.1} GiB", n as f64 / (1u64 << 30) as f64)
+    } else {
+        format!("{:.1} MiB", n as f64 / (1u64 << 20) as f64)
+    }
+}
+
+static PURGE_HOOK: OnceLock<fn()> = OnceLock::new();
+
+/// Register the allocator's purge function (called by `release_all` after
+/// the cached blocks are freed); the first registration wins.
+pub fn set_purge_hook(f: fn()) {
+    let _ = PURGE_HOOK.set(f);
+}
+
+/// Ask the allocators to return free memory to the OS.
+fn purge_allocators() {
+    if let Some(f) = PURGE_HOOK.get() {
+        f();
+    }
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns glibc's free pages to the OS.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// Map `cap` bytes of fresh zeroed memory (page-aligned, so 64-byte aligned).
+fn map_block(cap: usize) -> Option<NonNull<u8>> {
+    // SAFETY: an anonymous private mapping; no existing memory is touched.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            cap,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        None
+    } else {
+        NonNull::new(p as *mut u8)
+    }
+}
+
+/// Give a block back to the system (mapped when large, else the allocator).
+/// # Safety
+/// `p` came from `raw_alloc(cap)` and is not used afterwards.
+unsafe fn raw_free(p: *mut u8, cap: usize) {
+    if cap >= LARGE_BLOCK {
+        libc::munmap(p as *mut libc::c_void, cap);
+    } else {
+        dealloc(p, Layout::from_size_align_unchecked(cap, ALIGN));
+    }
+}
+
+/// A block of `cap` bytes from the system (None when it has none).
+fn raw_alloc(cap: usize) -> Option<NonNull<u8>> {
+    if cap >= LARGE_BLOCK {
+        return map_block(cap);
+    }
+    let layout = Layout::from_size_align(cap, ALIGN).ok()?;
+    // SAFETY: layout has non-zero size (cap >= 64).
+    NonNull::new(unsafe { sys_alloc(layout) })
+}
+
 pub struct Pool {
     rule: Rule,
+    /// The cache's hard bound (bytes).
     max_cached: usize,
+    /// The peak of `in_use` since the last `release_all`: the cache's
+    /// soft bound.
+    peak: AtomicUsize,
     free: Mutex<HashMap<usize, Vec<usize>>>,
     in_use: AtomicUsize,
     cached: AtomicUsize,
@@ -105,10 +243,14 @@ impl Pool {
         let max_cached = std::env::var("OXNET_MEM_POOL_MAX_CACHED")
             .ok()
             .and_then(|v| v.parse().ok())
-            .unwrap_or(4usize << 30);
+            .unwrap_or_else(|| match physical_memory() {
+                0 => 1usize << 30,
+                m => (m / 4).min(4 << 30),
+            });
         Pool {
             rule,
             max_cached,
+            peak: AtomicUsize::new(0),
             free: Mutex::new(HashMap::new()),
             in_use: AtomicUsize::new(0),
             cached: AtomicUsize::new(0),
@@ -124,17 +266,29 @@ impl Pool {
     }
 
     fn alloc_block(&self, cap: usize) -> Result<NonNull<u8>> {
-        let layout = Layout::from_size_align(cap, ALIGN)
-            .map_err(|_| Error::Param(format!("storage: invalid allocation size {cap}")))?;
-        // SAFETY: layout has non-zero size.
-        let p = unsafe { sys_alloc(layout) };
-        if let Some(p) = NonNull::new(p) {
+        if Layout::from_size_align(cap, ALIGN).is_err() {
+            return Err(Error::Param(format!("storage: invalid allocation size {cap}")));
+        }
+        if let Some(p) = raw_alloc(cap) {
             return Ok(p);
         }
+        // give the cache back to the system, then try once more
         self.release_all();
-        let p = unsafe { sys_alloc(layout) };
-        NonNull::new(p)
-            .ok_or_else(|| Error::Device(format!("storage: out of memory allocating {cap} bytes")))
+        raw_alloc(cap).ok_or_else(|| {
+            Error::OutOfMemory(format!(
+                "storage: out of memory allocating {} (the pool's cache was released first)",
+                fmt_bytes(cap)
+            ))
+        })
+    }
+
+    /// The bound on cached bytes now: the peak use (at least 64 MiB),
+    /// never above the hard bound.
+    fn cache_bound(&self) -> usize {
+        self.peak
+            .load(Ordering::Relaxed)
+            .max(MIN_CACHE_BOUND)
+            .min(self.max_cached)
     }
 
     pub fn alloc(&'static self, size: usize, ctx: Context) -> Result<Storage> {
@@ -156,7 +310,8 @@ impl Pool {
                 self.alloc_block(cap)?
             }
         };
-        self.in_use.fetch_add(cap, Ordering::Relaxed);
+        let now = self.in_use.fetch_add(cap, Ordering::Relaxed) + cap;
+        self.peak.fetch_max(now, Ordering::Relaxed);
         crate::profiler::memory_counter(self);
         Ok(Storage {
             ptr,
@@ -171,7 +326,7 @@ impl Pool {
         self.in_use.fetch_sub(cap, Ordering::Relaxed);
         self.frees.fetch_add(1, Ordering::Relaxed);
         if self.rule != Rule::Unpooled
-            && self.cached.load(Ordering::Relaxed) + cap <= self.max_cached
+            && self.cached.load(Ordering::Relaxed) + cap <= self.cache_bound()
         {
             self.cached.fetch_add(cap, Ordering::Relaxed);
             self.free
@@ -180,20 +335,30 @@ impl Pool {
                 .or_default()
                 .push(ptr.as_ptr() as usize);
         } else {
-            unsafe { dealloc(ptr.as_ptr(), Layout::from_size_align_unchecked(cap, ALIGN)) };
+            // SAFETY: the block came from raw_alloc(cap) and its storage is
+            // being dropped.
+            unsafe { raw_free(ptr.as_ptr(), cap) };
         }
         crate::profiler::memory_counter(self);
     }
 
-    /// Return every cached block to the system.
+    /// Return every cached block to the system (large blocks unmapped,
+    /// small ones freed and the allocator told to purge), and restart the
+    /// cache's bound from the current use.
     pub fn release_all(&self) {
-        let mut f = self.free.lock();
-        for (cap, v) in f.drain() {
+        let blocks: Vec<(usize, Vec<usize>)> = self.free.lock().drain().collect();
+        for (cap, v) in blocks {
             for p in v {
-                unsafe { dealloc(p as *mut u8, Layout::from_size_align_unchecked(cap, ALIGN)) };
+                // SAFETY: cached blocks came from raw_alloc(cap) and are
+                // owned by the cache alone.
+                unsafe { raw_free(p as *mut u8, cap) };
                 self.cached.fetch_sub(cap, Ordering::Relaxed);
             }
         }
+        self.peak
+            .store(self.in_use.load(Ordering::Relaxed), Ordering::Relaxed);
+        purge_allocators();
+        crate::profiler::memory_counter(self);
     }
 
     pub fn stats(&self) -> Stats {

@@ -9,8 +9,8 @@ from .... import context, ndarray as nd
 from ...block import HybridBlock
 from ...nn import BatchNorm, HybridSequential, Sequential
 
-__all__ = ["Concurrent", "HybridConcurrent", "Identity", "SyncBatchNorm", "PixelShuffle1D", "PixelShuffle2D",
-           "PixelShuffle3D"]
+__all__ = ["Concurrent", "HybridConcurrent", "Identity", "SparseEmbedding", "SyncBatchNorm", "PixelShuffle1D",
+           "PixelShuffle2D", "PixelShuffle3D"]
 
 
 class Concurrent(Sequential):
@@ -41,11 +41,19 @@ class Identity(HybridBlock):
     def __init__(self, prefix=None, params=None):
         super().__init__(prefix=prefix, params=params)
 
-    def _infer_param_shapes(self, *args):
-        pass
-
     def hybrid_forward(self, F, x):
         return x
+
+
+class SparseEmbedding:
+    """MXNet's Embedding with row_sparse weight and gradient. oxnet has no
+    sparse storage: constructing one raises MXNetError (use nn.Embedding)."""
+
+    def __init__(self, *args, **kwargs):
+        from ....base import MXNetError
+
+        raise MXNetError("SparseEmbedding: row_sparse storage is not implemented in oxnet; use "
+                         "gluon.nn.Embedding (dense gradients)")
 
 
 class SyncBatchNorm(BatchNorm):
@@ -81,9 +89,6 @@ class PixelShuffle1D(HybridBlock):
         super().__init__()
         self._factor = int(factor)
 
-    def _infer_param_shapes(self, *args):
-        pass
-
     def hybrid_forward(self, F, x):
         f = self._factor
         x = F.reshape(x, (0, -4, -1, f, 0))
@@ -111,9 +116,6 @@ class PixelShuffle2D(HybridBlock):
         super().__init__()
         self._factors = _factors(factor, 2)
 
-    def _infer_param_shapes(self, *args):
-        pass
-
     def hybrid_forward(self, F, x):
         f1, f2 = self._factors
         x = F.reshape(x, (0, -4, -1, f1 * f2, 0, 0))
@@ -131,9 +133,6 @@ class PixelShuffle3D(HybridBlock):
     def __init__(self, factor):
         super().__init__()
         self._factors = _factors(factor, 3)
-
-    def _infer_param_shapes(self, *args):
-        pass
 
     def hybrid_forward(self, F, x):
         f1, f2, f3 = self._factors

@@ -43,8 +43,7 @@ class Compose(Sequential):
 
 
 class _Stateless(HybridBlock):
-    def _infer_param_shapes(self, *args):
-        pass
+    """A transform without Parameters."""
 
 
 class Cast(_Stateless):

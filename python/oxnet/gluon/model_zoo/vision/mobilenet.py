@@ -14,9 +14,6 @@ __all__ = ["MobileNet", "MobileNetV2", "mobilenet1_0", "mobilenet_v2_1_0", "mobi
 class RELU6(HybridBlock):
     """min(max(x, 0), 6)."""
 
-    def _infer_param_shapes(self, *args):
-        pass
-
     def hybrid_forward(self, F, x):
         return F.clip(x, 0, 6, name="relu6")
 
