@@ -9,7 +9,7 @@ export CARGO_TERM_COLOR := never
 # which build (debug/release) python/oxnet holds: dev and release each put theirs there
 SHOW_BUILD = $(PY) -c "import oxnet; print('python/oxnet holds the', oxnet.__build__, 'build (oxnet.__build__)')"
 
-.PHONY: demo test deps dev release bench fmt lint wheel clean clean-venv
+.PHONY: demo test deps mpi dev release bench fmt lint wheel clean clean-venv
 
 $(VENV)/.deps: pyproject.toml
 	@command -v cargo >/dev/null || { echo "cargo (Rust >= 1.80) is required: https://rustup.rs"; exit 1; }
@@ -30,11 +30,16 @@ release: deps
 	$(PY) tools/dev_build.py --release
 	@$(SHOW_BUILD)
 
-test: dev
+# Open MPI (apt, as root) and mpi4py for the distributed tests; without them those tests skip, saying why.
+mpi: deps
+	@command -v mpirun >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openmpi-bin libopenmpi-dev >/dev/null; } || echo "Open MPI not installed: MPI tests will skip"
+	@$(PY) -c "import mpi4py" 2>/dev/null || $(PY) -m pip install -q mpi4py || echo "mpi4py not installed: MPI tests will skip"
+
+test: dev mpi
 	cargo test -p oxnet-core -q
 	$(PY) -m pytest -q tests/python
 
-demo: release
+demo: release mpi
 	@for f in examples/*.py; do echo "=== $$f"; $(PY) $$f || exit 1; done
 
 bench: release

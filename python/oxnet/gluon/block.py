@@ -802,6 +802,10 @@ class HybridBlock(Block):
 
     def _build_cache(self, *args):
         data, out = self._get_graph(*args)
+        if self._backend:
+            # partitioned by the backend given to hybridize() (the subgraph API)
+            out = out.optimize_for(self._backend, **self._backend_opts)
+            self._cached_graph = data, out
         data_names = {d.name: i for i, d in enumerate(data)}
         input_names = out.list_inputs()
         expected = set(input_names)

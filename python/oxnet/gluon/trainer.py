@@ -22,7 +22,7 @@ def _create_kvstore(kvstore, num_device, arg_params):
     elif isinstance(kvstore, kvs.KVStoreBase):
         kv = kvstore
     elif isinstance(kvstore, str):
-        if num_device == 1 and "dist" not in kvstore:
+        if num_device == 1 and "dist" not in kvstore and kvstore != "horovod":
             kv = None
         else:
             kv = kvs.create(kvstore)
@@ -110,14 +110,20 @@ class Trainer:
 
     def _init_params(self):
         """Copy the Parameters into the kvstore (those initialized by now)."""
-        pending = []
+        pending, ready = [], []
         if self._kvstore:
             for param in self._params_to_init:
                 if param._deferred_init:
                     pending.append(param)
                 else:
-                    arrays = param._check_and_get(param._data, list)
-                    self._kvstore.broadcast(self._param2idx[param.name], arrays[0], arrays)
+                    ready.append((self._param2idx[param.name], param._check_and_get(param._data, list)))
+        if ready and getattr(self._kvstore, "_batched_pushpull", False):
+            # a distributed store broadcasts all keys in one fused round
+            keys, arrays = zip(*ready)
+            self._kvstore.broadcast(list(keys), [a[0] for a in arrays], list(arrays))
+        else:
+            for key, arrays in ready:
+                self._kvstore.broadcast(key, arrays[0], arrays)
         self._params_to_init = pending
 
     def _reset_kvstore(self):
@@ -205,6 +211,15 @@ class Trainer:
 
     def _allreduce_grads(self):
         if not self._kvstore:
+            return
+        if getattr(self._kvstore, "_batched_pushpull", False):
+            # a distributed store sums all gradients in one fused round
+            live = [(i, p) for i, p in enumerate(self._params) if p.grad_req != "null"]
+            if live:
+                keys = [i for i, _ in live]
+                grads = [p.list_grad() for _, p in live]
+                outs = [p.list_data() for _, p in live] if self._update_on_kvstore else None
+                self._kvstore.pushpull(keys, grads, out=outs)
             return
         for i, param in enumerate(self._params):
             if param.grad_req == "null":

@@ -208,6 +208,11 @@ class NDArrayIter(DataIter):
     data_name, label_name : str
     layout : str
         Position of 'N' gives the batch axis.
+    num_parts, part_index : int
+        Iterate over only part ``part_index`` of ``num_parts`` equal
+        contiguous parts of the examples (the remainder is dropped): data
+        sharding for distributed training, as MXNet's file iterators do
+        (e.g. ``num_parts=kv.num_workers, part_index=kv.rank``).
     """
 
     def __init__(
@@ -220,6 +225,8 @@ class NDArrayIter(DataIter):
         data_name="data",
         label_name="softmax_label",
         layout="NCHW",
+        num_parts=1,
+        part_index=0,
     ):
         super(NDArrayIter, self).__init__(batch_size)
         if last_batch_handle not in ("pad", "discard", "roll_over"):
@@ -241,6 +248,15 @@ class NDArrayIter(DataIter):
                 )
         self._np = {k: v.asnumpy() for k, v in self.data + self.label}
         self._ctx = {k: v.context for k, v in self.data + self.label}
+        num_parts, part_index = int(num_parts), int(part_index)
+        if not 1 <= num_parts <= n or not 0 <= part_index < num_parts:
+            raise ValueError("NDArrayIter: need 1 <= num_parts <= %d examples and 0 <= part_index < num_parts, got "
+                             "num_parts=%d, part_index=%d" % (n, num_parts, part_index))
+        if num_parts > 1:
+            part = n // num_parts
+            keep = np.arange(part_index * part, (part_index + 1) * part)
+            self._np = {k: np.take(v, keep, axis=self._axis) for k, v in self._np.items()}
+            n = part
         self.idx = np.arange(n)
         self.shuffle = shuffle
         self.last_batch_handle = last_batch_handle

@@ -124,19 +124,24 @@ def create(name="local"):
 
     ``name``: 'local' (default; also 'local_update_cpu', 'local_allreduce_cpu'),
     'device' (also 'local_allreduce_device'; the same single-process store,
-    which also accepts gradient compression), or the lower-cased name of a
-    class registered with :meth:`KVStoreBase.register`. Distributed stores
-    ('dist_sync', 'dist_async', ...) and 'nccl' are not built in oxnet yet
-    and raise MXNetError.
+    which also accepts gradient compression), 'dist_sync', 'dist_device_sync'
+    or 'horovod' (synchronous stores over MPI, see :mod:`oxnet.kvstore.dist`;
+    'dist_async' raises MXNetError), or the lower-cased name of a class
+    registered with :meth:`KVStoreBase.register`. 'nccl' is not built in
+    oxnet and raises MXNetError.
     """
     if not isinstance(name, str):
         raise TypeError("name must be a string, got %s" % type(name).__name__)
     key = name.lower()
     if key in KVStoreBase.kv_registry:
         return KVStoreBase.kv_registry[key]()
-    if "dist" in key or "nccl" in key or "horovod" in key or "byteps" in key:
-        raise MXNetError("kvstore.create: '%s' is a distributed (multi-process or multi-GPU) store; oxnet builds "
-                         "only the single-machine stores 'local' and 'device' so far" % name)
+    if "dist" in key or key == "horovod":
+        from .dist import create_dist
+
+        return create_dist(key)
+    if "nccl" in key or "byteps" in key:
+        raise MXNetError("kvstore.create: '%s' is a multi-GPU or parameter-server store that oxnet does not have; "
+                         "use 'local', 'device', or 'dist_sync' / 'horovod' (MPI) across processes" % name)
     if "local" not in key and "device" not in key:
         raise MXNetError("kvstore.create: unknown KVStore type '%s' (use 'local', 'device' or a registered store: %s)"
                          % (name, ", ".join(sorted(KVStoreBase.kv_registry))))

@@ -24,6 +24,7 @@ mod capi;
 mod data_iter;
 mod dlpack;
 mod errors;
+mod host_op;
 mod io;
 mod ndarray;
 mod ops;
@@ -38,6 +39,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     oxnet_core::storage::set_purge_hook(purge_mimalloc);
     m.add_class::<ndarray::NDArray>()?;
     errors::register(m)?;
+    host_op::register(m)?;
     ndarray::register(m)?;
     dlpack::register(m)?;
     ops::register(m)?;

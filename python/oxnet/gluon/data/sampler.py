@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Sampler", "SequentialSampler", "RandomSampler", "FilterSampler", "BatchSampler"]
+__all__ = ["Sampler", "SequentialSampler", "RandomSampler", "FilterSampler", "BatchSampler", "SplitSampler"]
 
 
 class Sampler:
@@ -96,3 +96,31 @@ class BatchSampler(Sampler):
         if self._last_batch == "discard":
             return len(self._sampler) // self._batch_size
         return (len(self._prev) + len(self._sampler)) // self._batch_size
+
+
+class SplitSampler(Sampler):
+    """The indices of part ``part_index`` of ``num_parts`` equal contiguous
+    parts of ``range(length)`` (the remainder is dropped, so every part has
+    the same length): data sharding for distributed training, e.g.
+    ``SplitSampler(len(dataset), kv.num_workers, kv.rank)`` or
+    ``SplitSampler(len(dataset), hvd.size(), hvd.rank())``. With
+    ``shuffle=True`` the part's indices are permuted each epoch (NumPy's
+    global RNG)."""
+
+    def __init__(self, length, num_parts=1, part_index=0, shuffle=False):
+        length, num_parts, part_index = int(length), int(num_parts), int(part_index)
+        if not 1 <= num_parts or not 0 <= part_index < num_parts:
+            raise ValueError("SplitSampler: need num_parts >= 1 and 0 <= part_index < num_parts, got num_parts=%d, "
+                             "part_index=%d" % (num_parts, part_index))
+        self._part = length // num_parts
+        self._start = self._part * part_index
+        self._shuffle = bool(shuffle)
+
+    def __iter__(self):
+        indices = np.arange(self._start, self._start + self._part)
+        if self._shuffle:
+            np.random.shuffle(indices)
+        return iter(indices.tolist())
+
+    def __len__(self):
+        return self._part
