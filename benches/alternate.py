@@ -13,6 +13,7 @@ import os
 import statistics
 import subprocess
 import sys
+from mxnet_env import mxnet_python
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -22,11 +23,9 @@ def columns():
     """(name, python, extra env) for oxnet and, when its venv exists, MXNet
     1.9.1 as shipped and with OMP_NUM_THREADS=2."""
     cols = [("oxnet", sys.executable, None)]
-    mxpy = os.path.join(os.environ.get("MXNET_VENV", "/work/venvs/mxnet"), "bin", "python")
-    if os.path.exists(mxpy):
+    mxpy = mxnet_python()
+    if mxpy:
         cols += [("mxnet", mxpy, None), ("mxnet_omp2", mxpy, {"OMP_NUM_THREADS": "2"})]
-    else:
-        print("(MXNet venv not found: timing oxnet alone)")
     return cols
 
 

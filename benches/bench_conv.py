@@ -7,7 +7,7 @@ forward and backward (data + weight + bias gradients, the forward
 subtracted) GFLOP/s of the direct convolution, for oxnet with Winograd
 F(2x2,3x3) (the default for >= 64 channels), oxnet with
 OXNET_CONV_WINOGRAD=0 (its direct GEMM), and MXNet 1.9.1 as shipped and
-with OMP_NUM_THREADS=2 (from $MXNET_VENV, default /work/venvs/mxnet). Each
+with OMP_NUM_THREADS=2 (from $MXNET_VENV when set). Each
 configuration runs in its own process, one after another, so compare the
 columns of one run only (this VM's speed drifts by +-30% within minutes).
 
@@ -23,6 +23,7 @@ import subprocess
 import sys
 
 from workloads import _best, save_results
+from mxnet_env import mxnet_python
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -100,12 +101,10 @@ def main():
         "oxnet": run(sys.executable, "oxnet", {}, args.reps),
         "oxnet direct": run(sys.executable, "oxnet", {"OXNET_CONV_WINOGRAD": "0"}, args.reps),
     }
-    mxpy = os.path.join(os.environ.get("MXNET_VENV", "/work/venvs/mxnet"), "bin", "python")
-    if os.path.exists(mxpy):
+    mxpy = mxnet_python()
+    if mxpy:
         cols["mxnet"] = run(mxpy, "mxnet", {}, args.reps)
         cols["mxnet omp2"] = run(mxpy, "mxnet", {"OMP_NUM_THREADS": "2"}, args.reps)
-    else:
-        print("(no MXNet venv: MXNet columns skipped)")
     cols = {k: v for k, v in cols.items() if v}
     rows = list(cols["oxnet"]) if "oxnet" in cols else []
     print("GFLOP/s (direct-convolution FLOPs), batch %d, 3x3 pad 1" % BATCH)

@@ -24,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import time
+from mxnet_env import mxnet_python
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -104,8 +105,8 @@ def main():
         child(args.child, sizes)
         return
     cols = [("oxnet", sys.executable, None), ("numpy", sys.executable, None)]
-    mxpy = os.path.join(os.environ.get("MXNET_VENV", "/work/venvs/mxnet"), "bin", "python")
-    if os.path.exists(mxpy):
+    mxpy = mxnet_python()
+    if mxpy:
         cols.append(("mxnet", mxpy, None))
         if args.threads == 2:
             cols.append(("mxnet_omp2", mxpy, {"OMP_NUM_THREADS": "2"}))

@@ -4,7 +4,7 @@
     -> random flip -> CHW float32 normalised, batches of 32
 
 for oxnet ImageRecordIter and ImageIter, MXNet 1.9.1 ImageRecordIter and
-ImageIter (run in a subprocess with $MXNET_VENV, default /work/venvs/mxnet),
+ImageIter (run in a subprocess with $MXNET_VENV/bin/python when MXNET_VENV is set),
 and Pillow on 2 threads (when Pillow is installed); plus decode-only
 images/s on 1 and 2 threads (oxnet, and libjpeg-turbo through simplejpeg
 when installed: the issue's ceiling measured here) and the speed-up of
@@ -14,8 +14,8 @@ Run after `make release` (a debug build is 10-50x slower):
 
     python benches/bench_image.py [--images DIR] [--n 256] [--threads 2]
 
-The photos come from ../shared/data/images when present (else
-tests/data/images); they are packed into a temporary .rec (pass-through).
+The photos come from --images DIR, else $OXNET_BENCH_IMAGES when set, else
+tests/data/images; they are packed into a temporary .rec (pass-through).
 """
 
 import argparse
@@ -29,6 +29,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from workloads import save_results
+from mxnet_env import mxnet_python
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -178,9 +179,9 @@ def main():
     sys.path.insert(0, os.path.join(ROOT, "python"))
     import oxnet as mx
 
-    folder = args.images or os.path.join(ROOT, "..", "shared", "data", "images")
+    folder = args.images or os.environ.get("OXNET_BENCH_IMAGES") or os.path.join(ROOT, "tests", "data", "images")
     if not os.path.isdir(folder):
-        folder = os.path.join(ROOT, "tests", "data", "images")
+        sys.exit(f"bench_image: image folder {folder} does not exist (--images DIR or OXNET_BENCH_IMAGES)")
     files = photo_files(folder)
     bufs = [open(f, "rb").read() for f in files]
     print(
@@ -196,8 +197,8 @@ def main():
         res["oxnet ImageRecordIter"] = bench_record_iter(mx, rec, idx, args.n, args.threads)
         bench_image_iter(mx, rec, idx, warm)
         res["oxnet ImageIter"] = bench_image_iter(mx, rec, idx, args.n)
-        mxpy = os.path.join(os.environ.get("MXNET_VENV", "/work/venvs/mxnet"), "bin", "python")
-        if os.path.exists(mxpy):
+        mxpy = mxnet_python()
+        if mxpy:
             env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), MXNET_CPU_WORKER_NTHREADS=str(args.threads))
             env.pop("PYTHONPATH", None)
             p = subprocess.run(

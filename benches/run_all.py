@@ -2,7 +2,7 @@
 """Run every benchmark side by side and print ratios.
 
 Frameworks: oxnet (this checkout, release build), NumPy, and when present
-MXNet 1.9.1 from the venv at $MXNET_VENV (default /work/venvs/mxnet; make it
+MXNet 1.9.1 from the venv at $MXNET_VENV (no default; make it
 with `python3.11 -m venv DIR && DIR/bin/pip install mxnet==1.9.1 numpy==1.23.5`)
 run both as shipped and with OMP_NUM_THREADS=2, and PyTorch CPU from
 $TORCH_VENV when present. Results go to benches/results/<name>.json.
@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 from workloads import save_results
+from mxnet_env import mxnet_python
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -34,13 +35,10 @@ def main():
     cols = {}
     cols["oxnet"] = run(sys.executable, "oxnet")
     cols["numpy"] = run(sys.executable, "numpy")
-    mxv = os.environ.get("MXNET_VENV", "/work/venvs/mxnet")
-    mxpy = os.path.join(mxv, "bin", "python")
-    if os.path.exists(mxpy):
+    mxpy = mxnet_python()
+    if mxpy:
         cols["mxnet"] = run(mxpy, "mxnet")
         cols["mxnet_omp2"] = run(mxpy, "mxnet", {"OMP_NUM_THREADS": "2"})
-    else:
-        print(f"(MXNet venv not found at {mxv}: skipping MXNet columns)")
     tv = os.environ.get("TORCH_VENV")
     if tv and os.path.exists(os.path.join(tv, "bin", "python")):
         cols["torch"] = run(os.path.join(tv, "bin", "python"), "torch")

@@ -9,7 +9,7 @@ The order is part of the API contract; regenerate it with MXNet 1.9.1's
 Python (run from the repository root):
 
     PYTHONPATH=python python3 -c "import oxnet._native as n; print('\\n'.join(n.op_names()))" > /tmp/ops.txt
-    /work/venvs/mxnet/bin/python tools/make_signatures.py /tmp/ops.txt
+    $MXNET_VENV/bin/python tools/make_signatures.py /tmp/ops.txt   # a venv with mxnet==1.9.1
 """
 import inspect
 import os

@@ -13,10 +13,12 @@ gradients.
 from __future__ import annotations
 
 from . import _native
+from .ndarray import NDArray
 
+# NDArray too, as `from mxnet.autograd import *` gives it in MXNet (its scripts rely on that)
 __all__ = [
     "record", "pause", "train_mode", "predict_mode", "is_recording", "is_training", "set_recording",
-    "set_training", "mark_variables", "backward", "grad", "Function",
+    "set_training", "mark_variables", "backward", "grad", "get_symbol", "Function", "NDArray",
 ]
 
 
@@ -109,6 +111,17 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
     if len(hg) != len(heads):
         raise ValueError("backward: heads and head_grads must have the same length")
     _native.backward(heads, hg, retain_graph, False, train_mode)
+
+
+def get_symbol(x):
+    """The computation recorded under ``record()`` that produced ``x`` (an
+    NDArray or a list of them), as a Symbol: one node per recorded operator;
+    marked variables and unrecorded inputs become variables ``var0``,
+    ``var1``, ... Raises for arrays not computed under recording."""
+    from .symbol import Symbol
+
+    heads = x if isinstance(x, (list, tuple)) else [x]
+    return Symbol(_native.autograd_symbol(list(heads)))
 
 
 def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False, train_mode=True):

@@ -30,10 +30,25 @@ from __future__ import annotations
 
 import numpy as np
 
+import contextlib
+
 from . import autograd
-from .base import MXNetError
+from .base import ExternalError, MXNetError
 
 _registry = {}
+
+
+@contextlib.contextmanager
+def _user_code(op_type, what):
+    """Run a custom operator's Python code: an exception it raises reaches the caller as an
+    MXNetError (ExternalError, chained to the original), as MXNet reports errors in custom
+    operators; MXNetErrors (e.g. from oxnet operators it calls) pass through unchanged."""
+    try:
+        yield
+    except MXNetError:
+        raise
+    except Exception as e:  # noqa: BLE001 (re-raised, wrapped)
+        raise ExternalError(f"Custom({op_type}): {what} raised {type(e).__name__}: {e}") from e
 
 
 class CustomOp:
@@ -137,7 +152,18 @@ def register(reg_name):
 
 
 def get_all_registered_operators():
-    """Names of all registered custom operators (list of str)."""
+    """Names of every operator oxnet has (list of str), as MXNet's function lists its operator
+    registry: public names, aliases and internal ``_``-prefixed ones, plus ``Custom``. Custom
+    operators registered with :func:`register` are run through ``Custom`` and are not listed
+    (as in MXNet); see :func:`get_all_registered_custom_operators` for those."""
+    from . import _native
+
+    return sorted(set(_native.op_names()) | {"Custom"})
+
+
+def get_all_registered_custom_operators():
+    """Names (``op_type``) of the custom operators registered with :func:`register` (oxnet's
+    addition; sorted list of str)."""
     return sorted(_registry)
 
 
@@ -176,8 +202,14 @@ def custom(*args, op_type=None, out=None, name=None, **kwargs):
         prop = prop_cls(**params)
     except TypeError as e:
         raise MXNetError(f"Custom({op_type}): cannot create {prop_cls.__name__} with {params}: {e}") from None
-    arg_names = list(prop.list_arguments())
-    aux_names = list(prop.list_auxiliary_states())
+    except MXNetError:
+        raise
+    except Exception as e:  # noqa: BLE001
+        raise ExternalError(f"Custom({op_type}): {prop_cls.__name__}() raised {type(e).__name__}: {e}") from e
+    with _user_code(op_type, "list_arguments/list_auxiliary_states/list_outputs"):
+        arg_names = list(prop.list_arguments())
+        aux_names = list(prop.list_auxiliary_states())
+        n_out = len(prop.list_outputs())
     all_names = arg_names + aux_names
     for nm in all_names[len(arrays):]:
         if nm in named:
@@ -190,8 +222,8 @@ def custom(*args, op_type=None, out=None, name=None, **kwargs):
         )
     n_arg = len(arg_names)
     in_data, aux = arrays[:n_arg], arrays[n_arg:]
-    n_out = len(prop.list_outputs())
-    shapes = prop.infer_shape([a.shape for a in in_data])
+    with _user_code(op_type, "infer_shape"):
+        shapes = prop.infer_shape([a.shape for a in in_data])
     if len(shapes) not in (2, 3):
         raise MXNetError(f"Custom({op_type}): infer_shape must return (in_shapes, out_shapes[, aux_shapes])")
     out_shapes = _shape_list(shapes[1], "outputs", op_type)
@@ -201,10 +233,12 @@ def custom(*args, op_type=None, out=None, name=None, **kwargs):
     for i, (a, s) in enumerate(zip(in_data, in_shapes)):
         if tuple(a.shape) != s:
             raise MXNetError(f"Custom({op_type}): input {arg_names[i]} has shape {a.shape}, infer_shape expects {s}")
-    types = prop.infer_type([np.dtype(a.dtype) for a in in_data])
-    out_types = list(types[1])
+    with _user_code(op_type, "infer_type"):
+        types = prop.infer_type([np.dtype(a.dtype) for a in in_data])
+        out_types = list(types[1])
     ctx = in_data[0].context if in_data else None
-    op = prop.create_operator(ctx, in_shapes, [np.dtype(a.dtype) for a in in_data])
+    with _user_code(op_type, "create_operator"):
+        op = prop.create_operator(ctx, in_shapes, [np.dtype(a.dtype) for a in in_data])
     if out is not None:
         outs = [out] if isinstance(out, NDArray) else list(out)
         if len(outs) != n_out:
@@ -212,14 +246,14 @@ def custom(*args, op_type=None, out=None, name=None, **kwargs):
     else:
         outs = [zeros(s, ctx=ctx, dtype=t) for s, t in zip(out_shapes, out_types)]
     is_train = autograd.is_training()
-    with autograd.pause(train_mode=is_train):
+    with autograd.pause(train_mode=is_train), _user_code(op_type, "forward"):
         op.forward(is_train=is_train, req=["write"] * n_out, in_data=in_data, out_data=outs, aux=aux)
     if autograd.is_recording():
         ins_rec = list(in_data)
 
         def backward_entry(*ograds):
             in_grad = [zeros(a.shape, ctx=a.context, dtype=a.dtype) for a in ins_rec]
-            with autograd.pause():
+            with autograd.pause(), _user_code(op_type, "backward"):
                 op.backward(
                     req=["write"] * len(ins_rec), out_grad=list(ograds), in_data=ins_rec, out_data=outs,
                     in_grad=in_grad, aux=aux,

@@ -1,8 +1,10 @@
 """Testing helpers with MXNet 1.9.1's names and behaviour.
 
-Until oxnet has a symbolic API, :func:`check_numeric_gradient` and
-:func:`check_consistency` take a Python callable over NDArrays where MXNet
-takes a Symbol."""
+:func:`check_symbolic_forward`, :func:`check_symbolic_backward`,
+:func:`check_numeric_gradient` and :func:`check_consistency` take an
+``mx.sym.Symbol`` as MXNet 1.9.1's do (bound with ``bind``/``simple_bind``);
+the last two also take a Python callable over NDArrays (an imperative
+"symbol" run under autograd)."""
 from __future__ import annotations
 
 import inspect
@@ -88,13 +90,22 @@ def almost_equal(a, b, rtol=None, atol=None, equal_nan=False):
     return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
-def assert_almost_equal(a, b, rtol=None, atol=None, names=("a", "b"), equal_nan=False):
+def assert_almost_equal(a, b, rtol=None, atol=None, names=("a", "b"), equal_nan=False, use_broadcast=True,
+                        mismatches=(10, 10)):
     """Raise AssertionError, showing the worst element, unless a and b
-    (NDArrays or NumPy arrays of one shape) are close. Tolerances as in
-    :func:`almost_equal`. Returns None."""
+    (NDArrays or NumPy arrays) are close. Tolerances as in
+    :func:`almost_equal`. As in MXNet 1.9.1 the shapes need only broadcast
+    against each other (``()`` vs ``(1,)``) unless ``use_broadcast=False``;
+    ``mismatches`` is accepted for MXNet's signature. Returns None."""
     a, b = _as_np(a), _as_np(b)
     if a.shape != b.shape:
-        raise AssertionError(f"shape mismatch: {names[0]}{a.shape} vs {names[1]}{b.shape}")
+        try:
+            if not use_broadcast:
+                raise ValueError
+            np.broadcast_shapes(a.shape, b.shape)
+        except ValueError:
+            raise AssertionError(f"shape mismatch: {names[0]}{a.shape} vs {names[1]}{b.shape}") from None
+        a, b = np.broadcast_arrays(a, b)
     rtol, atol = get_tols(a, b, rtol, atol)
     if np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan):
         return
@@ -139,13 +150,19 @@ def rand_ndarray(shape, stype="default", density=None, dtype=None, ctx=None):
 
 
 # -- gradient and consistency checks -------------------------------------------------
-# MXNet 1.9.1 runs these on a Symbol; oxnet has no symbolic API yet, so ``sym``
-# is a Python callable over NDArrays (an imperative "symbol").
+# ``sym`` is an mx.sym.Symbol (as in MXNet 1.9.1) or a Python callable over
+# NDArrays (an imperative "symbol" run under autograd).
 
 _NOT_CALLABLE = (
-    "{fn}: sym must be a Python callable taking NDArrays and returning an NDArray or a list "
-    "of NDArrays; got {typ}. Symbols are not supported yet (oxnet has no symbolic API)."
+    "{fn}: sym must be an mx.sym.Symbol or a Python callable taking NDArrays and returning an "
+    "NDArray or a list of NDArrays; got {typ}."
 )
+
+
+def _is_symbol(sym):
+    from .symbol import Symbol
+
+    return isinstance(sym, Symbol)
 
 
 def _require_callable(fn, sym):
@@ -177,18 +194,27 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rto
                            dtype=np.float32):
     """Check the autograd gradient of ``sym`` against central finite differences.
 
-    sym : callable
-        Takes NDArrays and returns an NDArray or a list of NDArrays. It is
-        called positionally with the arrays of ``location`` when that is a
-        list/tuple, or with them as keywords when it is a dict.
+    sym : Symbol or callable
+        A Symbol (one output) is bound to the arrays of ``location`` and its
+        executor's ``backward`` is checked (MXNet 1.9.1's procedure: the
+        output is multiplied by a random projection under ``make_loss``).
+        A callable takes NDArrays and returns an NDArray or a list of
+        NDArrays; it is called positionally with the arrays of ``location``
+        when that is a list/tuple, or with them as keywords when it is a dict,
+        and differentiated with autograd.
     location : list, tuple or dict of numpy.ndarray / NDArray
         The point where the gradient is checked. NumPy arrays are converted
-        to ``dtype`` on ``ctx``; NDArrays are used as they are. With a list,
-        the argument names are the callable's positional parameter names.
+        to ``dtype`` on ``ctx``; NDArrays are used as they are. With a Symbol:
+        a list in ``sym.list_arguments()`` order, or a dict naming every
+        argument. With a callable and a list, the argument names are the
+        callable's positional parameter names.
     aux_states : list, tuple or dict, optional
-        Extra inputs that are not differentiated (e.g. moving statistics),
-        passed after ``location`` (list) or as keywords (dict); a fresh copy is
-        passed to every call, so a call that updates them does not leak.
+        With a Symbol: its auxiliary states (list in
+        ``list_auxiliary_states()`` order or dict), reset before every
+        finite-difference forward. With a callable: extra inputs that are not
+        differentiated (e.g. moving statistics), passed after ``location``
+        (list) or as keywords (dict); a fresh copy is passed to every call, so
+        a call that updates them does not leak.
     numeric_eps : float or dict dtype->float, optional
         Step of the finite differences (default per dtype:
         :func:`default_numeric_eps`; at least 1e-5 below float64).
@@ -213,6 +239,9 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rto
     """
     from . import autograd
 
+    if _is_symbol(sym):
+        return _symbolic_numeric_gradient(sym, location, aux_states, numeric_eps, rtol, atol, grad_nodes,
+                                          use_forward_train, ctx, grad_stype_dict, dtype)
     _require_callable("check_numeric_gradient", sym)
     if dtype not in (np.float16, np.float32, np.float64):
         raise ValueError(f"check_numeric_gradient: dtype must be np.float16, np.float32 or np.float64, got {dtype}")
@@ -321,21 +350,26 @@ def check_consistency(sym, ctx_list, scale=1.0, grad_req="write", arg_params=Non
     """Check that ``sym`` gives the same outputs and gradients in every
     configuration of ``ctx_list`` (contexts and dtypes).
 
-    sym : callable or list of callables (one per entry of ``ctx_list``)
-        Takes its arguments as keyword NDArrays and returns an NDArray or a
-        list of NDArrays.
+    sym : Symbol, callable, or a list of them (one per entry of ``ctx_list``)
+        A Symbol is ``simple_bind``-ed per entry (MXNet 1.9.1's procedure:
+        arguments the entries do not name get their shapes inferred, aux
+        states start at 0, outputs are named by ``list_outputs()`` and
+        gradients by argument). A callable takes its arguments as keyword
+        NDArrays and returns an NDArray or a list of NDArrays.
     ctx_list : list of dict
         Each entry is ``{'ctx': Context, '<arg>': shape, ..., 'type_dict':
-        {'<arg>': dtype}}`` (dtype defaults to float32); every entry names
-        the same arguments.
+        {'<arg>': dtype}}`` (dtype defaults to float32); with callables every
+        entry names the same arguments (all of them).
     scale : float
         Spread of the random inputs: normal with this standard deviation, or
         uniform in ±0.92*scale with ``use_uniform``.
     grad_req : 'write', 'add', 'null', or a list/dict of them per argument.
     arg_params : dict name -> array, optional
-        Input values to use instead of random ones.
+        Input values to use instead of random ones (with a Symbol, the dict
+        given is filled in with the random values, as MXNet does).
     aux_params : dict name -> array, optional
-        Extra keyword inputs that are not differentiated.
+        Auxiliary states (Symbol) or extra keyword inputs that are not
+        differentiated (callable).
     rtol, atol : float or dict dtype->float, optional
         Tolerances (default: per dtype, the less precise side decides).
     raise_on_err : bool
@@ -349,14 +383,18 @@ def check_consistency(sym, ctx_list, scale=1.0, grad_req="write", arg_params=Non
     The forward runs once in inference mode and is compared; then, unless
     grad_req is 'null', it runs recorded in training mode, backward uses the
     first entry's outputs (cast to the least precise output dtype) as head
-    gradients, and outputs and gradients are compared. Outputs are named
-    'output0', 'output1', ..., gradients by argument name. Returns the
-    ground truth: a dict name -> NDArray (or the given ``ground_truth``).
+    gradients, and outputs and gradients are compared. With callables,
+    outputs are named 'output0', 'output1', ..., gradients by argument name.
+    Returns the ground truth: a dict name -> NDArray (or the given
+    ``ground_truth``).
     """
     from . import autograd
 
     if not isinstance(ctx_list, (list, tuple)) or len(ctx_list) < 2:
         raise ValueError("check_consistency: ctx_list must be a list of at least two configurations")
+    if _is_symbol(sym) or (isinstance(sym, (list, tuple)) and sym and all(_is_symbol(x) for x in sym)):
+        return _symbolic_consistency(sym, ctx_list, scale, grad_req, arg_params, aux_params, rtol, atol,
+                                     raise_on_err, ground_truth, equal_nan, use_uniform, rand_type)
     syms = list(sym) if isinstance(sym, (list, tuple)) else [sym] * len(ctx_list)
     if len(syms) != len(ctx_list):
         raise ValueError(f"check_consistency: {len(syms)} callables for {len(ctx_list)} configurations")
@@ -468,6 +506,415 @@ def check_consistency(sym, ctx_list, scale=1.0, grad_req="write", arg_params=Non
                                     names=(f"ctx{i}", f"ctx{gt_idx}"))
             except AssertionError as e:
                 fail(f"check_consistency: train error, configuration {i} vs {gt_idx} at {name}", e)
+    return gt
+
+
+# -- the same checks on symbols (bound executors), as MXNet 1.9.1 runs them ------------------
+
+
+def _require_symbol(fn, sym):
+    if not _is_symbol(sym):
+        raise TypeError(f"{fn}: sym must be an mx.sym.Symbol, got {type(sym).__name__}")
+
+
+def _check_dtype(fn, dtype, allow_asnumpy=True):
+    if (allow_asnumpy and isinstance(dtype, str) and dtype == "asnumpy") or dtype in (np.float16, np.float32,
+                                                                                       np.float64):
+        return
+    raise ValueError(f"{fn}: dtype must be {'asnumpy, ' if allow_asnumpy else ''}np.float16, np.float32 or "
+                     f"np.float64, got {dtype!r}")
+
+
+def _to_nd(v, ctx, dtype):
+    """An NDArray of ``v`` on ``ctx``: NDArrays as they are, other values
+    converted to ``dtype`` (their own dtype when ``dtype == 'asnumpy'``)."""
+    if isinstance(v, NDArray):
+        return v
+    v = np.asarray(v)
+    return array(v, ctx=ctx, dtype=v.dtype if isinstance(dtype, str) else dtype)
+
+
+def _by_name(fn, what, names, given):
+    """``given`` (a list in ``names`` order or a dict naming every name) as a dict."""
+    if isinstance(given, dict):
+        if set(given) != set(names):
+            raise ValueError(f"{fn}: Symbol {what} and the keys of the given {what} do not match: symbol {what} "
+                             f"{sorted(names)}, given {sorted(given)}")
+        return dict(given)
+    if not isinstance(given, (list, tuple)):
+        raise TypeError(f"{fn}: {what} must be a list, tuple or dict of arrays, got {type(given).__name__}")
+    if len(given) < len(names):
+        raise ValueError(f"{fn}: {len(given)} {what} given for the symbol's {len(names)} ({', '.join(names)})")
+    return dict(zip(names, given))
+
+
+def _parse_location(sym, location, ctx, dtype=np.float32, fn="check_symbolic_forward"):
+    """The argument arrays of ``sym`` by name, sorted by name: ``location``
+    is a list in ``sym.list_arguments()`` order or a dict naming every
+    argument; NumPy values become NDArrays of ``dtype`` on ``ctx``."""
+    loc = _by_name(fn, "arguments", sym.list_arguments(), location)
+    return {k: _to_nd(loc[k], ctx, dtype) for k in sorted(loc)}
+
+
+def _parse_aux_states(sym, aux_states, ctx, dtype=np.float32, fn="check_symbolic_forward"):
+    """The auxiliary-state arrays of ``sym`` by name (None when
+    ``aux_states`` is None); as :func:`_parse_location`."""
+    if aux_states is None:
+        return None
+    aux = _by_name(fn, "auxiliary states", sym.list_auxiliary_states(), aux_states)
+    return {k: array(_as_np(v), ctx=ctx, dtype=_as_np(v).dtype if isinstance(dtype, str) else dtype)
+            for k, v in aux.items()}
+
+
+def simple_forward(sym, ctx=None, is_train=False, **inputs):
+    """Binds ``sym`` to the NumPy arrays ``inputs`` (by argument name), runs
+    forward and returns the output as a NumPy array (a list of them when
+    there are several outputs)."""
+    ctx = ctx or default_context()
+    exe = sym.bind(ctx, args={k: array(v, ctx=ctx) for k, v in inputs.items()})
+    outs = [o.asnumpy() for o in exe.forward(is_train=is_train)]
+    return outs[0] if len(outs) == 1 else outs
+
+
+def numeric_grad(executor, location, aux_states=None, eps=1e-4, use_forward_train=True, dtype=np.float32):
+    """Central finite differences of the sum of ``executor``'s first output.
+
+    executor : Executor
+        A bound executor; ``location`` is written into its arguments.
+    location : dict name -> numpy.ndarray
+        The point; the arguments named here are differentiated (those of a
+        non-float dtype get zeros).
+    aux_states : dict name -> numpy.ndarray, optional
+        Written into the auxiliary states before every forward.
+    eps : float
+        The step: each element is moved by +-eps/2.
+    use_forward_train : bool
+        Run the forwards in training mode.
+    dtype : numpy float type of the arguments.
+
+    Returns a dict name -> numpy.ndarray of approximate gradients. The
+    arguments are left at ``location``.
+    """
+    _check_dtype("numeric_grad", dtype, allow_asnumpy=False)
+    approx = {k: np.zeros(np.shape(v), dtype=dtype) for k, v in location.items()}
+    for k, v in location.items():
+        executor.arg_dict[k][:] = np.asarray(v, dtype=dtype)
+
+    def run():
+        if aux_states is not None:
+            for name, val in aux_states.items():
+                executor.aux_dict[name][:] = val
+        return executor.forward(is_train=use_forward_train)[0].asnumpy().astype(np.float64)
+
+    for k, v in location.items():
+        v = np.array(v, dtype=dtype, order="C")
+        if v.dtype.kind != "f":
+            continue
+        work = v.copy()
+        flat, out = work.reshape(-1), approx[k].reshape(-1)
+        dst = executor.arg_dict[k]
+        for i in range(flat.size):
+            flat[i] = v.flat[i] + eps / 2.0
+            dst[:] = work
+            f_plus = run()
+            flat[i] = v.flat[i] - eps / 2.0
+            dst[:] = work
+            f_minus = run()
+            flat[i] = v.flat[i]
+            out[i] = (f_plus - f_minus).sum() / eps
+        dst[:] = v
+    return approx
+
+
+def _symbolic_numeric_gradient(sym, location, aux_states, numeric_eps, rtol, atol, grad_nodes, use_forward_train,
+                               ctx, grad_stype_dict, dtype):
+    """check_numeric_gradient on a Symbol (MXNet 1.9.1's procedure)."""
+    from . import symbol as _sym
+
+    fn = "check_numeric_gradient"
+    _check_dtype(fn, dtype, allow_asnumpy=False)
+    if grad_stype_dict:
+        bad = {k: v for k, v in grad_stype_dict.items() if v != "default"}
+        if bad:
+            raise ValueError(f"{fn}: only 'default' gradient storage is supported, got {bad}")
+    ctx = ctx or default_context()
+    loc = _parse_location(sym, location, ctx, dtype, fn)
+    loc_np = {k: v.asnumpy() for k, v in loc.items()}
+    aux = _parse_aux_states(sym, aux_states, ctx, dtype, fn)
+    aux_np = None if aux is None else {k: v.asnumpy() for k, v in aux.items()}
+    if grad_nodes is None:
+        grad_req = {k: "write" for k in sym.list_arguments()}
+    elif isinstance(grad_nodes, (list, tuple)):
+        grad_req = {k: "write" for k in grad_nodes}
+    elif isinstance(grad_nodes, dict):
+        grad_req = dict(grad_nodes)
+    else:
+        raise ValueError(f"{fn}: grad_nodes must be None, a list of names or a dict name->grad_req")
+    unknown = [k for k in grad_req if k not in loc]
+    if unknown:
+        raise ValueError(f"{fn}: grad_nodes {unknown} are not arguments (arguments: {sym.list_arguments()})")
+    for k, r in grad_req.items():
+        if r not in ("write", "add", "null"):
+            raise ValueError(f"{fn}: invalid grad_req {r!r} for argument {k}")
+    _, out_shapes, _ = sym.infer_shape(**{k: v.shape for k, v in loc.items()})
+    if out_shapes is None:
+        raise ValueError(f"{fn}: the shapes of the location do not determine the output shape")
+    if len(out_shapes) != 1:
+        raise ValueError(f"{fn}: sym must have one output, it has {len(out_shapes)} ({sym.list_outputs()})")
+
+    # The output is projected on fixed random weights (not too small, so
+    # that the finite differences keep their precision) and made a loss.
+    proj_name = "__random_proj"
+    out = _sym.make_loss(sym * _sym.var(proj_name))
+    args = dict(loc)
+    args[proj_name] = array(np.random.rand(*out_shapes[0]) + 0.1, ctx=ctx, dtype=dtype)
+    grad_np = {k: np.random.normal(0, 0.01, size=args[k].shape) for k in grad_req}
+    grad_np[proj_name] = np.random.normal(0, 0.01, size=out_shapes[0])
+    grads = {k: array(v, ctx=ctx, dtype=dtype) for k, v in grad_np.items()}
+    exe = out.bind(ctx, args=args, args_grad=grads, grad_req=grad_req, aux_states=aux)
+    exe.forward(is_train=True)
+    eps = get_tolerance(exe.outputs[0], numeric_eps, default_numeric_eps())
+    if dtype in (np.float32, np.float16) and eps < 1e-5:
+        raise ValueError(f"{fn}: numeric_eps={eps} is too small for {np.dtype(dtype).name}")
+    exe.backward()
+    sym_grads = {k: grads[k].asnumpy() for k in grad_req}
+
+    wanted = {k: loc_np[k] for k, r in grad_req.items() if r != "null"}
+    fd = numeric_grad(exe, wanted, aux_np, eps=eps, use_forward_train=use_forward_train, dtype=dtype)
+    for k, r in grad_req.items():
+        names = (f"NUMERICAL_{k}", f"BACKWARD_{k}")
+        if r == "write":
+            assert_almost_equal(fd[k], sym_grads[k], rtol, atol, names)
+        elif r == "add":
+            assert_almost_equal(fd[k], sym_grads[k] - grad_np[k], rtol, atol, names)
+        else:
+            assert_almost_equal(grad_np[k], sym_grads[k], rtol, atol, names)
+
+
+def check_symbolic_forward(sym, location, expected, rtol=None, atol=None, aux_states=None, ctx=None,
+                           equal_nan=False, dtype=np.float32):
+    """Binds ``sym`` at ``location``, runs forward (inference mode) and
+    compares the outputs with ``expected``.
+
+    sym : Symbol
+    location : list (in ``sym.list_arguments()`` order) or dict of arrays
+        The arguments' values (NumPy arrays are converted to ``dtype``).
+    expected : list (in output order) or dict by ``sym.list_outputs()`` name
+        The expected outputs (NumPy arrays or NDArrays); a list may be
+        shorter than the outputs (the first ones are checked).
+    rtol, atol : float or dict dtype->float, optional
+        Tolerances (default per dtype).
+    aux_states : list or dict, optional
+        The auxiliary states (needed when ``sym`` has any).
+    ctx : Context, optional
+        Where to run (default :func:`default_context`).
+    equal_nan : bool
+        NaNs in the same places compare equal.
+    dtype : 'asnumpy', np.float16, np.float32 or np.float64
+        Dtype of the arrays made from NumPy values ('asnumpy': their own).
+
+    Returns the executor's outputs (a list of NDArrays); raises
+    AssertionError naming the output that differs.
+    """
+    fn = "check_symbolic_forward"
+    _require_symbol(fn, sym)
+    _check_dtype(fn, dtype)
+    ctx = ctx or default_context()
+    loc = _parse_location(sym, location, ctx, dtype, fn)
+    aux = _parse_aux_states(sym, aux_states, ctx, dtype, fn)
+    names = sym.list_outputs()
+    if isinstance(expected, dict):
+        expected = [expected[k] for k in names]
+    elif isinstance(expected, (np.ndarray, NDArray)):
+        expected = [expected]
+    if len(expected) > len(names):
+        raise ValueError(f"{fn}: {len(expected)} expected values for {len(names)} outputs ({names})")
+    exe = sym.bind(ctx, args=loc, aux_states=aux)
+    outputs = exe.forward(is_train=False)
+    for name, exp, out in zip(names, expected, outputs):
+        assert_almost_equal(exp, out, rtol, atol, (f"EXPECTED_{name}", f"FORWARD_{name}"), equal_nan=equal_nan)
+    return outputs
+
+
+def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=None, aux_states=None,
+                            grad_req="write", ctx=None, grad_stypes=None, equal_nan=False, dtype=np.float32):
+    """Binds ``sym`` at ``location``, runs forward (training mode) and
+    backward with ``out_grads``, and compares the gradients with ``expected``.
+
+    sym : Symbol
+    location : list (in ``sym.list_arguments()`` order) or dict of arrays
+    out_grads : list (in output order), dict by output name, or None
+        Head gradients (None: ones, as for a loss output).
+    expected : list (in ``list_arguments()`` order, may be shorter) or dict
+        Expected gradients; only the arguments named here get gradient
+        buffers (the others are not differentiated).
+    rtol, atol : float or dict dtype->float, optional
+    aux_states : list or dict, optional
+    grad_req : 'write', 'add', 'null', or a list (argument order) / dict of them
+        The buffers start with random values: with 'add' the added part is
+        checked, with 'null' the buffer must be left as it was.
+    ctx : Context, optional
+    grad_stypes : dict name -> storage type, optional
+        Only 'default' is supported.
+    equal_nan : bool
+    dtype : 'asnumpy', np.float16, np.float32 or np.float64
+
+    Returns the gradient arrays (a dict name -> NDArray); raises
+    AssertionError naming the argument whose gradient differs.
+    """
+    fn = "check_symbolic_backward"
+    _require_symbol(fn, sym)
+    _check_dtype(fn, dtype)
+    ctx = ctx or default_context()
+    arg_names = sym.list_arguments()
+    loc = _parse_location(sym, location, ctx, dtype, fn)
+    aux = _parse_aux_states(sym, aux_states, ctx, dtype, fn)
+    if isinstance(expected, (list, tuple)):
+        expected = dict(zip(arg_names, expected))
+    elif not isinstance(expected, dict):
+        raise TypeError(f"{fn}: expected must be a list or dict of arrays, got {type(expected).__name__}")
+    unknown = [k for k in expected if k not in arg_names]
+    if unknown:
+        raise ValueError(f"{fn}: expected gradients for {unknown}, which are not arguments ({arg_names})")
+    if grad_stypes:
+        bad = {k: v for k, v in grad_stypes.items() if v not in (None, "default")}
+        if bad:
+            raise ValueError(f"{fn}: only 'default' gradient storage is supported, got {bad}")
+    # the buffers start dirty, deterministically (sorted names) for reproducibility
+    start = {k: np.random.normal(size=np.shape(_as_np(expected[k]))) for k in sorted(expected)}
+    grads = {k: array(v, ctx=ctx, dtype=_as_np(expected[k]).dtype if isinstance(dtype, str) else dtype)
+             for k, v in start.items()}
+    if isinstance(grad_req, str):
+        reqs = {k: grad_req for k in arg_names}
+    elif isinstance(grad_req, (list, tuple)):
+        reqs = dict(zip(arg_names, grad_req))
+    elif isinstance(grad_req, dict):
+        reqs = dict(grad_req)
+    else:
+        raise TypeError(f"{fn}: grad_req must be a str, list or dict, got {type(grad_req).__name__}")
+    exe = sym.bind(ctx, args=loc, args_grad=grads, grad_req=reqs, aux_states=aux)
+    exe.forward(is_train=True)
+    if isinstance(out_grads, (np.ndarray, NDArray)):
+        out_grads = [out_grads]
+    if isinstance(out_grads, (list, tuple)):
+        out_grads = [_to_nd(g, ctx, dtype) for g in out_grads]
+    elif isinstance(out_grads, dict):
+        out_grads = {k: _to_nd(g, ctx, dtype) for k, g in out_grads.items()}
+    elif out_grads is not None:
+        raise TypeError(f"{fn}: out_grads must be None, a list or a dict of arrays, got {type(out_grads).__name__}")
+    exe.backward(out_grads)
+    for k in expected:
+        req = reqs.get(k, "null")
+        names = (f"EXPECTED_{k}", f"BACKWARD_{k}")
+        if req == "write":
+            assert_almost_equal(expected[k], grads[k], rtol, atol, names, equal_nan=equal_nan)
+        elif req == "add":
+            assert_almost_equal(expected[k], grads[k].asnumpy() - start[k], rtol, atol, names, equal_nan=equal_nan)
+        elif req == "null":
+            assert_almost_equal(start[k], grads[k], rtol, atol, names, equal_nan=equal_nan)
+        else:
+            raise ValueError(f"{fn}: invalid grad_req {req!r} for argument {k}")
+    return grads
+
+
+def _symbolic_consistency(sym, ctx_list, scale, grad_req, arg_params, aux_params, rtol, atol, raise_on_err,
+                          ground_truth, equal_nan, use_uniform, rand_type):
+    """check_consistency on Symbols (MXNet 1.9.1's procedure)."""
+    fn = "check_consistency"
+    syms = [sym] * len(ctx_list) if _is_symbol(sym) else list(sym)
+    if len(syms) != len(ctx_list):
+        raise ValueError(f"{fn}: {len(syms)} symbols for {len(ctx_list)} configurations")
+    out_names = syms[0].list_outputs()
+    arg_names = syms[0].list_arguments()
+    exes = []
+    for i, (s, c) in enumerate(zip(syms, ctx_list)):
+        if s.list_arguments() != arg_names or s.list_outputs() != out_names:
+            raise ValueError(f"{fn}: symbol {i} has arguments {s.list_arguments()} and outputs {s.list_outputs()}, "
+                             f"symbol 0 {arg_names} and {out_names}")
+        c = dict(c)
+        ctx = c.pop("ctx", None) or default_context()
+        exes.append(s.simple_bind(ctx, grad_req=grad_req, **c))
+    arg_params = {} if arg_params is None else arg_params
+    aux_params = {} if aux_params is None else aux_params
+    for n, arr in sorted(exes[0].arg_dict.items()):  # sorted: reproducible random inputs
+        if n not in arg_params:
+            if use_uniform:
+                arg_params[n] = np.random.uniform(-0.92 * scale, 0.92 * scale, size=arr.shape).astype(rand_type)
+            else:
+                arg_params[n] = np.random.normal(size=arr.shape, scale=scale).astype(rand_type)
+    for n in exes[0].aux_dict:
+        aux_params.setdefault(n, 0)
+    for exe in exes:
+        for n, arr in exe.arg_dict.items():
+            arr[:] = arg_params[n]
+        for n, arr in exe.aux_dict.items():
+            arr[:] = aux_params[n]
+        if grad_req == "add":
+            for arr in exe.grad_arrays:
+                if arr is not None:
+                    arr[:] = 0
+
+    def smaller(d1, d2):
+        return d1 if d2 is None or np.dtype(d1).itemsize < np.dtype(d2).itemsize else d2
+
+    def fail(msg, e):
+        if raise_on_err:
+            raise AssertionError(f"{fn}: {msg}: {e}") from e
+        print(f"{fn}: {msg}: {e}")
+
+    dtypes = [np.dtype(exe.outputs[0].dtype) for exe in exes]
+    gt_idx = int(np.argmax([d.itemsize for d in dtypes]))  # the first of the most precise
+    for exe in exes:
+        exe.forward(is_train=False)
+    gt = ground_truth
+    if gt is None:
+        gt = dict(exes[gt_idx].output_dict)
+        if grad_req != "null":
+            gt.update(exes[gt_idx].grad_dict)
+    for i, exe in enumerate(exes):
+        if i == gt_idx:
+            continue
+        for name, arr in zip(out_names, exe.outputs):
+            try:
+                assert_almost_equal(arr, gt[name], rtol=rtol, atol=atol, equal_nan=equal_nan,
+                                    names=(f"ctx{i}_{name}", f"ctx{gt_idx}_{name}"))
+            except AssertionError as e:
+                fail(f"Predict Err: ctx {i} vs ctx {gt_idx} at {name}", e)
+    if grad_req == "null":
+        return gt
+
+    for exe in exes:
+        exe.forward(is_train=True)
+    # the first executor's outputs, in the least precise dtype, are every executor's head gradients
+    least = [o.dtype for o in exes[0].outputs]
+    for exe in exes:
+        least = [smaller(o.dtype, d) for o, d in zip(exe.outputs, least)]
+    heads = [o.asnumpy().astype(d) for o, d in zip(exes[0].outputs, least)]
+    for exe in exes:
+        exe.backward([array(h, ctx=o.context, dtype=o.dtype) for h, o in zip(heads, exe.outputs)])
+    if ground_truth is None:
+        gt = dict(exes[gt_idx].output_dict)
+        gt.update(exes[gt_idx].grad_dict)
+    for i, exe in enumerate(exes):
+        if i == gt_idx:
+            continue
+        for name, arr in zip(out_names + arg_names, list(exe.outputs) + list(exe.grad_arrays)):
+            gtarr = gt.get(name)
+            if gtarr is None:
+                if arr is not None:
+                    fail(f"Train Err: ctx {i} has a gradient for {name}, ctx {gt_idx} none", AssertionError(name))
+                continue
+            rt, at = rtol, atol
+            # a float32 gradient (e.g. BatchNorm's gamma) of a float16 network is compared at float16's tolerance
+            sa, sg = smaller(arr.dtype, dtypes[i]), smaller(gtarr.dtype, dtypes[gt_idx])
+            if np.dtype(sa) != np.dtype(arr.dtype) or np.dtype(sg) != np.dtype(gtarr.dtype):
+                rt, at = get_tols(np.zeros(1, sa), np.zeros(1, sg), rtol, atol)
+            try:
+                assert_almost_equal(arr, gtarr, rtol=rt, atol=at, equal_nan=equal_nan,
+                                    names=(f"ctx{i}_{name}", f"ctx{gt_idx}_{name}"))
+            except AssertionError as e:
+                fail(f"Train Err: {np.dtype(arr.dtype).name} ctx {i} vs {np.dtype(gtarr.dtype).name} ctx {gt_idx} "
+                     f"at {name}", e)
     return gt
 
 
@@ -763,6 +1210,13 @@ def retry(n):
         return wrapper
 
     return decorate
+
+
+def use_np(func):
+    """``mx.util.use_np`` (re-exported here as MXNet's test_utils does)."""
+    from .util import use_np as _use_np
+
+    return _use_np(func)
 
 
 def getenv(name):

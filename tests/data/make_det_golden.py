@@ -3,7 +3,7 @@ the Det* augmenters) with real Apache MXNet 1.9.1 (tests never import MXNet).
 
 Run from the repository root with the reference environment:
 
-    /work/venvs/mxnet/bin/python tests/data/make_det_golden.py
+    $MXNET_VENV/bin/python tests/data/make_det_golden.py
 
 Writes tests/data/golden_det/: det.rec/.idx (five PNG records with
 detection labels: varied header widths, object counts and one empty box),

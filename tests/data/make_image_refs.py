@@ -22,7 +22,9 @@ import sys
 from PIL import Image
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "images")
-SHARED = os.environ.get("OXNET_SHARED_IMAGES", "/work/shared/data/images")
+# The project's shared photo set (see images/README.md); only needed to re-create the derived
+# images: set OXNET_SHARED_IMAGES to its folder.
+SHARED = os.environ.get("OXNET_SHARED_IMAGES")
 N = 250
 
 
@@ -77,6 +79,9 @@ def means(arr_bytes, c):
 
 def main():
     if "--derived" in sys.argv:
+        if not SHARED or not os.path.isdir(SHARED):
+            sys.exit("make_image_refs.py --derived: set OXNET_SHARED_IMAGES to the folder of the project's "
+                     "shared photo set (see tests/data/images/README.md); got %r" % SHARED)
         make_derived()
     refs = {}
     for f in sorted(os.listdir(HERE)):

@@ -3,7 +3,7 @@ with real Apache MXNet 1.9.1 (tests never import MXNet).
 
 Run from the repository root with the reference environment:
 
-    /work/venvs/mxnet/bin/python tests/data/make_io_golden.py
+    $MXNET_VENV/bin/python tests/data/make_io_golden.py
 
 Writes tests/data/golden_io/: io.npz (arrays), io.json (shapes, rects,
 dumps strings, labels, pads) and small.rec/.idx (six PNG records made with

@@ -447,3 +447,38 @@ print("ok")
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "ok"
+
+
+def test_c_api_from_dlpack_and_handle():
+    # MXNet's older path, as its test_dlpack does: the capsule's tensor goes to the C API
+    # (MXNDArrayFromDLPack through ctypes), which takes it over; NDArray(handle=...) wraps it.
+    import ctypes
+
+    from oxnet.base import _LIB, NDArrayHandle, c_str, check_call
+
+    x = mx.nd.array(np.arange(6.0).reshape(2, 3))
+    cap = mx.nd.to_dlpack_for_read(x)
+    obj = ctypes.py_object(cap)
+    # importing oxnet set PyCapsule_GetPointer's restype to c_void_p, as importing MXNet does
+    assert ctypes.pythonapi.PyCapsule_GetPointer.restype is ctypes.c_void_p
+    assert ctypes.pythonapi.PyCapsule_IsValid(obj, c_str("dltensor"))
+    ptr = ctypes.c_void_p(ctypes.pythonapi.PyCapsule_GetPointer(obj, c_str("dltensor")))
+    handle = NDArrayHandle()
+    check_call(_LIB.MXNDArrayFromDLPack(ptr, ctypes.byref(handle)))
+    ctypes.pythonapi.PyCapsule_SetName(obj, c_str("used_dltensor"))
+    ctypes.pythonapi.PyCapsule_SetDestructor(obj, None)
+    z = mx.nd.NDArray(handle=handle)
+    np.testing.assert_array_equal(z.asnumpy(), x.asnumpy())
+    del cap, obj
+    # a handle is taken once; other addresses and no handle are refused
+    with pytest.raises(ValueError, match="not a live array handle"):
+        mx.nd.NDArray(handle=handle)
+    with pytest.raises(ValueError, match="not a live array handle"):
+        mx.nd.NDArray(handle=ctypes.c_void_p(12345))
+    with pytest.raises(TypeError, match="mx.nd.array"):
+        mx.nd.NDArray()
+    # errors come back through MXGetLastError
+    with pytest.raises(mx.MXNetError, match="must not be null"):
+        check_call(_LIB.MXNDArrayFromDLPack(None, ctypes.byref(handle)))
+    with pytest.raises(mx.MXNetError, match="not a live NDArray handle"):
+        check_call(_LIB.MXNDArrayFree(ctypes.c_void_p(12345)))

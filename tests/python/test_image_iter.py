@@ -484,6 +484,69 @@ def test_imageiter_pad_rows_beyond_the_data_are_zero():
     assert not list(it)[0].data[0].asnumpy()[6:].any()
 
 
+# MXNet 1.9.1's documented ImageRecordIter parameters (mx.io.ImageRecordIter.__doc__)
+MXNET_IMAGE_RECORD_ITER_ARGS = [
+    "path_imglist", "path_imgrec", "path_imgidx", "aug_seq", "label_width", "data_shape", "preprocess_threads",
+    "verbose", "num_parts", "part_index", "device_id", "shuffle_chunk_size", "shuffle_chunk_seed", "seed_aug",
+    "shuffle", "seed", "batch_size", "round_batch", "prefetch_buffer", "ctx", "dtype", "resize", "rand_crop",
+    "random_resized_crop", "max_rotate_angle", "max_aspect_ratio", "min_aspect_ratio", "max_shear_ratio",
+    "max_crop_size", "min_crop_size", "max_random_scale", "min_random_scale", "max_random_area", "min_random_area",
+    "max_img_size", "min_img_size", "brightness", "contrast", "saturation", "pca_noise", "random_h", "random_s",
+    "random_l", "rotate", "fill_value", "inter_method", "pad", "mirror", "rand_mirror", "mean_img", "mean_r",
+    "mean_g", "mean_b", "mean_a", "std_r", "std_g", "std_b", "std_a", "scale", "max_random_contrast",
+    "max_random_illumination",
+]
+# MXNet 1.9.1's defaults for those (from the same docstring)
+MXNET_DEFAULTS = {
+    "path_imglist": "", "path_imgidx": "", "aug_seq": "aug_default", "preprocess_threads": 4, "verbose": True,
+    "num_parts": 1, "part_index": 0, "device_id": 0, "shuffle_chunk_size": 0, "shuffle_chunk_seed": 0,
+    "seed_aug": None, "shuffle": False, "seed": 0, "round_batch": True, "prefetch_buffer": 4, "ctx": "gpu",
+    "dtype": "float32", "resize": -1, "rand_crop": False, "random_resized_crop": False, "max_rotate_angle": 0,
+    "max_aspect_ratio": 0.0, "min_aspect_ratio": None, "max_shear_ratio": 0.0, "max_crop_size": -1,
+    "min_crop_size": -1, "max_random_scale": 1.0, "min_random_scale": 1.0, "max_random_area": 1.0,
+    "min_random_area": 1.0, "max_img_size": 1e10, "min_img_size": 0.0, "brightness": 0.0, "contrast": 0.0,
+    "saturation": 0.0, "pca_noise": 0.0, "random_h": 0, "random_s": 0, "random_l": 0, "rotate": -1,
+    "fill_value": 255, "inter_method": 1, "pad": 0, "mirror": False, "rand_mirror": False, "mean_img": "",
+    "mean_r": 0.0, "mean_g": 0.0, "mean_b": 0.0, "mean_a": 0.0, "std_r": 1.0, "std_g": 1.0, "std_b": 1.0,
+    "std_a": 1.0, "scale": 1.0, "max_random_contrast": 0.0, "max_random_illumination": 0.0,
+}
+
+
+def test_record_iter_accepts_every_documented_argument_at_its_default():
+    kw = dict(MXNET_DEFAULTS)
+    kw.update(path_imgrec=REC, data_shape=(3, 24, 32), batch_size=2, label_width=2)
+    assert set(kw) == set(MXNET_IMAGE_RECORD_ITER_ARGS)
+    it = mx.io.ImageRecordIter(**kw)
+    ref = mx.io.ImageRecordIter(path_imgrec=REC, data_shape=(3, 24, 32), batch_size=2, label_width=2)
+    for a, b in zip(it, ref):
+        np.testing.assert_array_equal(a.data[0].asnumpy(), b.data[0].asnumpy())
+
+
+def test_record_iter_unimplemented_arguments_say_why():
+    base = dict(path_imgrec=REC, data_shape=(3, 24, 32), batch_size=2, label_width=2)
+    with pytest.raises(ValueError, match=r"max_rotate_angle=10: .*mx.image.ImageIter"):
+        mx.io.ImageRecordIter(max_rotate_angle=10, **base)
+    with pytest.raises(ValueError, match="mean_img=.*mean_r"):
+        mx.io.ImageRecordIter(mean_img="mean.bin", **base)
+    with pytest.raises(ValueError, match="seed_aug must be"):
+        mx.io.ImageRecordIter(seed_aug=-1, **base)
+    mx.io.ImageRecordIter(verbose=False, ctx="cpu", **base)
+
+
+def test_record_iter_seed_aug_fixes_the_augmentations():
+    def data(**kw):
+        it = mx.io.ImageRecordIter(path_imgrec=REC, path_imgidx=IDX, data_shape=(3, 16, 16), batch_size=2,
+                                   label_width=2, rand_crop=True, rand_mirror=True, preprocess_threads=2, **kw)
+        return np.concatenate([b.data[0].asnumpy() for b in it])
+
+    a = data(seed_aug=3, seed=1, shuffle=False)
+    # the same augmentations whatever the (shuffle) seed; another seed_aug gives others
+    np.testing.assert_array_equal(a, data(seed_aug=3, seed=7, shuffle=False))
+    assert not np.array_equal(a, data(seed_aug=4, seed=1, shuffle=False))
+    # without seed_aug, seed seeds the augmentations (oxnet's rule)
+    assert not np.array_equal(data(seed=1), data(seed=2))
+
+
 _FORK_ITER_SCRIPT = """
 import os, signal, sys
 import numpy as np

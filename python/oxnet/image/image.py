@@ -22,7 +22,7 @@ from .. import _native
 from .. import io
 from .. import ndarray as nd
 from .. import recordio
-from ..base import numeric_types
+from ..base import DTypeError, MXIOError, ParamError, numeric_types
 from ..ndarray import NDArray
 
 __all__ = [
@@ -127,7 +127,7 @@ def imread(filename, flag=1, to_rgb=True, out=None):
         with open(filename, "rb") as f:
             data = f.read()
     except OSError as e:
-        raise IOError("imread: cannot read %s: %s" % (filename, e)) from e
+        raise MXIOError("imread: cannot read %s: %s" % (filename, e)) from e
     return _native.imdecode(data, int(flag), bool(to_rgb), out, "imread(%s)" % filename)
 
 
@@ -139,15 +139,21 @@ def _check_image(src, fn):
 
 
 def imresize(src, w, h, interp=1, out=None):
-    """Resize a uint8 image (h, w, c) NDArray to width ``w`` and height
-    ``h`` with interpolation 0 nearest, 1 bilinear (default), 2 bicubic,
-    3 area, 4 Lanczos (OpenCV's kernels, as MXNet). Returns a new NDArray
-    (or ``out``)."""
+    """Resize an image (h, w, c) NDArray of uint8, float32 or float64 to width ``w`` and
+    height ``h`` with interpolation 0 nearest, 1 bilinear (default), 2 bicubic, 3 area,
+    4 Lanczos (OpenCV's kernels, as MXNet), 9 auto or 10 random. Returns a new NDArray of the
+    same dtype (or ``out``)."""
     _check_image(src, "imresize")
     interp = int(interp)
     if interp not in (0, 1, 2, 3, 4):
         interp = _get_interp_method(interp, (src.shape[0], src.shape[1], int(h), int(w)))
-    return _native.image_resize(src, int(w), int(h), interp, None, out)
+    if src.dtype == np.uint8:
+        return _native.image_resize(src, int(w), int(h), interp, None, out)
+    if src.dtype not in (np.float32, np.float64):
+        raise DTypeError("imresize: the image must be uint8, float32 or float64, got %s" % np.dtype(src.dtype).name)
+    if int(w) <= 0 or int(h) <= 0:
+        raise ValueError("imresize: the size (w=%d, h=%d) must be positive" % (int(w), int(h)))
+    return nd.imperative_invoke("_image_resize", [src], {"size": (int(w), int(h)), "interp": interp}, out=out)
 
 
 def scale_down(src_size, size):
@@ -196,7 +202,7 @@ def _get_interp_method(interp, sizes=()):
     if interp == 10:
         return random.randint(0, 4)
     if interp not in (0, 1, 2, 3, 4):
-        raise ValueError("Unknown interp method %d" % interp)
+        raise ParamError("Unknown interp method %d (0-4, 9 auto or 10 random)" % interp)
     return interp
 
 

@@ -10,8 +10,11 @@ from .io import (  # noqa: F401
     PrefetchingIter,
     ResizeIter,
 )
+from .file_iters import CSVIter, MNISTIter  # noqa: F401
 
 __all__ = [
+    "CSVIter",
+    "MNISTIter",
     "DataBatch",
     "DataDesc",
     "DataIter",

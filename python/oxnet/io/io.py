@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import _native
 from ..ndarray import NDArray, array
+from ..context import Context
 
 __all__ = [
     "DataDesc",
@@ -374,80 +375,52 @@ class NDArrayIter(DataIter):
 # ImageRecordIter
 # ------------------------------------------------------------------------
 
-# MXNet parameters of ImageRecordIter that this implementation does not
-# support; passing one of them (with a non-default value) raises.
+# MXNet 1.9.1's documented ImageRecordIter parameters that oxnet's native pipeline does not
+# implement, with why: each is accepted at MXNet's default (no effect) and raises ValueError,
+# saying why, with any other value. The pipeline implements: resize, rand_crop, rand_mirror,
+# inter_method, mean_r/g/b, std_r/g/b, scale, shuffle, seed, seed_aug, partitions.
+_USE_IMAGEITER = ("not implemented by oxnet's native ImageRecordIter; mx.image.ImageIter(path_imgrec=...) "
+                  "with mx.image.CreateAugmenter(...) has this augmentation")
+_NOT_YET = "not implemented by oxnet's ImageRecordIter yet"
 _UNSUPPORTED = {
-    "path_imglist",
-    "path_imgrec_idx",
-    "aug_seq",
-    "max_rotate_angle",
-    "max_aspect_ratio",
-    "max_shear_ratio",
-    "max_crop_size",
-    "min_crop_size",
-    "max_random_scale",
-    "min_random_scale",
-    "max_random_area",
-    "min_random_area",
-    "max_img_size",
-    "min_img_size",
-    "random_h",
-    "random_s",
-    "random_l",
-    "rotate",
-    "fill_value",
-    "pad",
-    "brightness",
-    "contrast",
-    "saturation",
-    "pca_noise",
-    "random_resized_crop",
-    "max_random_contrast",
-    "max_random_illumination",
-    "mean_img",
-    "mean_a",
-    "std_a",
-    "verbose",
-    "shuffle_chunk_size",
-    "shuffle_chunk_seed",
-    "ctx",
-    "device_id",
-    "num_decode_threads",
-    "label_pad_width",
-    "label_pad_value",
-    "seed_aug",
-    "rotate_list",
-    "use_fp16",
+    "path_imglist": "labels from a .lst file are " + _NOT_YET + " (the labels come from the .rec records; "
+                    "mx.image.ImageIter reads .lst files)",
+    "aug_seq": "only MXNet's default augmenter 'aug_default' exists in oxnet",
+    "max_rotate_angle": _USE_IMAGEITER, "rotate": _USE_IMAGEITER, "max_shear_ratio": _USE_IMAGEITER,
+    "max_aspect_ratio": _USE_IMAGEITER, "min_aspect_ratio": _USE_IMAGEITER,
+    "max_random_scale": _USE_IMAGEITER, "min_random_scale": _USE_IMAGEITER,
+    "max_random_area": _USE_IMAGEITER, "min_random_area": _USE_IMAGEITER,
+    "random_resized_crop": _USE_IMAGEITER, "max_crop_size": _USE_IMAGEITER, "min_crop_size": _USE_IMAGEITER,
+    "max_img_size": _USE_IMAGEITER, "min_img_size": _USE_IMAGEITER,
+    "brightness": _USE_IMAGEITER, "contrast": _USE_IMAGEITER, "saturation": _USE_IMAGEITER,
+    "pca_noise": _USE_IMAGEITER, "random_h": _USE_IMAGEITER, "random_s": _USE_IMAGEITER, "random_l": _USE_IMAGEITER,
+    "max_random_contrast": _USE_IMAGEITER, "max_random_illumination": _USE_IMAGEITER,
+    "fill_value": "it only fills the border of rotations and padding, which are " + _NOT_YET,
+    "pad": "padding before the crop is " + _NOT_YET,
+    "mirror": "always mirroring is " + _NOT_YET + " (rand_mirror=True mirrors half of the images)",
+    "mean_img": "subtracting a mean image file is " + _NOT_YET + " (use mean_r/mean_g/mean_b)",
+    "mean_a": "data_shape has 1 or 3 channels in oxnet (no alpha channel)",
+    "std_a": "data_shape has 1 or 3 channels in oxnet (no alpha channel)",
+    "shuffle_chunk_size": "oxnet shuffles through the .idx index; chunked shuffling of a file read in order is "
+                          + _NOT_YET,
+    "shuffle_chunk_seed": "chunked shuffling (shuffle_chunk_size) is " + _NOT_YET,
+    "label_pad_width": "padding variable-length (detection) labels is " + _NOT_YET
+                       + " (mx.image.ImageDetIter reads detection records)",
+    "label_pad_value": "padding variable-length (detection) labels is " + _NOT_YET,
+    "use_fp16": "float16 output is " + _NOT_YET + " (dtype 'float32' or 'uint8')",
 }
-# Parameters accepted only at their MXNet default (a no-op there).
+
+# MXNet's defaults of the parameters above (given at these values they have no effect).
 _DEFAULT_ONLY = {
-    "max_rotate_angle": 0,
-    "max_aspect_ratio": 0.0,
-    "max_shear_ratio": 0.0,
-    "max_random_scale": 1.0,
-    "min_random_scale": 1.0,
-    "max_random_area": 1.0,
-    "min_random_area": 1.0,
-    "random_h": 0,
-    "random_s": 0,
-    "random_l": 0,
-    "rotate": -1,
-    "fill_value": 255,
-    "pad": 0,
-    "brightness": 0.0,
-    "contrast": 0.0,
-    "saturation": 0.0,
-    "pca_noise": 0.0,
-    "random_resized_crop": False,
-    "max_random_contrast": 0.0,
-    "max_random_illumination": 0.0,
-    "mean_img": "",
-    "verbose": True,
-    "label_pad_width": 0,
-    "label_pad_value": 0.0,
-    "ctx": "cpu",
-    "device_id": 0,
-    "use_fp16": False,
+    "path_imglist": "",
+    "aug_seq": "aug_default",
+    "max_rotate_angle": 0, "rotate": -1, "max_shear_ratio": 0.0, "max_aspect_ratio": 0.0, "min_aspect_ratio": None,
+    "max_random_scale": 1.0, "min_random_scale": 1.0, "max_random_area": 1.0, "min_random_area": 1.0,
+    "random_resized_crop": False, "max_crop_size": -1, "min_crop_size": -1, "max_img_size": 1e10,
+    "min_img_size": 0.0, "brightness": 0.0, "contrast": 0.0, "saturation": 0.0, "pca_noise": 0.0, "random_h": 0,
+    "random_s": 0, "random_l": 0, "max_random_contrast": 0.0, "max_random_illumination": 0.0, "fill_value": 255,
+    "pad": 0, "mirror": False, "mean_img": "", "mean_a": 0.0, "std_a": 1.0, "shuffle_chunk_size": 0,
+    "shuffle_chunk_seed": 0, "label_pad_width": 0, "label_pad_value": 0.0, "use_fp16": False,
 }
 
 
@@ -475,8 +448,18 @@ class ImageRecordIter(DataIter):
     data_name='data', label_name='softmax_label', dtype='float32'
     ('float32' or 'uint8'; uint8 skips normalisation).
 
-    Other MXNet parameters (rotation, random scale/aspect, colour jitter,
-    mean_img, ...) raise ValueError unless given at their no-op default.
+    seed_aug: None, or the seed of the augmentations (crop position, mirror,
+    random interpolation), which are then the same whatever ``seed`` (the
+    shuffle's); with None ``seed`` seeds them too. oxnet varies them per
+    epoch and record either way, independently of the thread count.
+    verbose: accepted for compatibility; oxnet prints nothing either way.
+    ctx ('cpu' or 'gpu'), device_id: accepted; batches are made in CPU memory
+    (MXNet's 'gpu' only chose pinned memory for them).
+
+    MXNet's other documented parameters (rotation, random scale/aspect,
+    colour jitter, mean_img, ...) are accepted at MXNet's defaults; any other
+    value raises ValueError saying why (most: use mx.image.ImageIter with
+    mx.image.CreateAugmenter, which has those augmentations).
     """
 
     def __init__(
@@ -507,6 +490,10 @@ class ImageRecordIter(DataIter):
         data_name="data",
         label_name="softmax_label",
         dtype="float32",
+        seed_aug=None,
+        verbose=True,
+        ctx="gpu",
+        device_id=0,
         **kwargs,
     ):
         super(ImageRecordIter, self).__init__()
@@ -515,8 +502,12 @@ class ImageRecordIter(DataIter):
             if k in _DEFAULT_ONLY and _same(v, _DEFAULT_ONLY[k]):
                 continue
             if k in _UNSUPPORTED:
-                raise ValueError("%s: parameter %s=%r is not supported by oxnet" % (name, k, v))
+                raise ValueError("%s: %s=%r: %s" % (name, k, v, _UNSUPPORTED[k]))
             raise TypeError("%s: unknown parameter %r" % (name, k))
+        if ctx not in ("cpu", "gpu") and not isinstance(ctx, Context):
+            raise ValueError("%s: ctx must be 'cpu' or 'gpu', got %r" % (name, ctx))
+        if seed_aug is not None and (not isinstance(seed_aug, (int, np.integer)) or seed_aug < 0):
+            raise ValueError("%s: seed_aug must be None or a non-negative int, got %r" % (name, seed_aug))
         if not path_imgrec:
             raise ValueError("%s: path_imgrec is required" % name)
         if data_shape is None or batch_size is None:
@@ -560,6 +551,7 @@ class ImageRecordIter(DataIter):
             mean=mean,
             std=std,
             scale=float(scale),
+            aug_seed=None if seed_aug is None else int(seed_aug),
         )
         self.provide_data = [DataDesc(data_name, (batch_size,) + data_shape, np.dtype(self._dtype).type)]
         lshape = (batch_size, self.label_width) if self.label_width > 1 else (batch_size,)

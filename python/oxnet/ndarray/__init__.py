@@ -69,3 +69,39 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(globals()) | set(op.__all_ops__()))
+
+
+class CachedOp:
+    """MXNet's ``CachedOp``: a symbol run as one operation on NDArrays.
+
+    ``CachedOp(sym, flags=())`` plans the graph once per input signature
+    (shapes, dtypes, context); ``op(*inputs)`` takes the inputs in
+    ``sym.list_inputs()`` order and returns an NDArray (one output) or a
+    list. Under ``autograd.record()`` a call records one node whose backward
+    runs the planned gradient graph. ``flags`` (``static_alloc``,
+    ``static_shape``, ...) are accepted; planning is always static per
+    signature.
+    """
+
+    def __init__(self, sym, flags=()):
+        from .. import _native
+
+        self._sym = sym
+        self.flags = dict(flags)
+        self._h = _native.CachedOpHandle(sym.handle, sym.name or "CachedOp")
+        self._n_out = len(sym.list_outputs())
+
+    def __call__(self, *args, out=None, **kwargs):
+        if kwargs:
+            raise TypeError("CachedOp takes its inputs positionally (in sym.list_inputs() order), got %s"
+                            % ", ".join(kwargs))
+        for a in args:
+            if not isinstance(a, NDArray):
+                raise TypeError("CachedOp inputs must be NDArrays, got %s" % type(a).__name__)
+        res = self._h(list(args))
+        if out is not None:
+            outs = out if isinstance(out, (list, tuple)) else [out]
+            for o, r in zip(outs, res):
+                r.copyto(o)
+            return out
+        return res[0] if self._n_out == 1 else res

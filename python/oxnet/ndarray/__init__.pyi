@@ -8,6 +8,10 @@ from . import op as op
 from . import random as random
 from .ndarray import NDArray as NDArray
 
+def CachedOp(sym: Any, flags: Any = ...) -> Any:
+    """MXNet's ``CachedOp``: a symbol run as one operation on NDArrays."""
+
+
 def Custom(*args: Any, **kwargs: Any) -> Any:
     """Run a custom operator registered with ``mx.operator.register``:
     ``Custom(*inputs, op_type=name, **params)``. Returns one NDArray or a list
@@ -160,7 +164,10 @@ def moments(data: Any, axes: Any = ..., keepdims: Any = ...) -> Any:
 
 
 def moveaxis(tensor: Any, source: Any, destination: Any) -> Any:
-    """Move axis ``source`` of ``tensor`` to position ``destination``."""
+    """Move axes of ``tensor`` to new positions (as ``numpy.moveaxis``): ``source`` and
+    ``destination`` are an int or a sequence of ints (negative counts from the end), of the same
+    length, without repeats; the other axes keep their order. Returns the transposed array.
+    Raises ValueError for an out-of-range or repeated axis or mismatched lengths."""
 
 
 def multi_all_finite(*data: Any, num_arrays: Any = ..., init_output: Any = ..., out: Any = ..., name: Any = ...) -> Any:
@@ -364,7 +371,7 @@ def Pad(data: Any = ..., mode: Any = ..., pad_width: Any = ..., constant_value: 
 
 
 def Pooling(data: Any = ..., kernel: Any = ..., pool_type: Any = ..., global_pool: Any = ..., cudnn_off: Any = ..., pooling_convention: Any = ..., stride: Any = ..., pad: Any = ..., p_value: Any = ..., count_include_pad: Any = ..., layout: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:
-    """Pooling over 1-D/2-D/3-D windows: max, avg (count_include_pad), sum, lp (p_value); global_pool; pooling_convention valid (floor), full (ceil) or same (ceil(x/stride), symmetric padding)."""
+    """Pooling over 1-D/2-D/3-D windows: max, avg (count_include_pad), sum, lp (p_value); global_pool; pooling_convention valid (floor), full (ceil) or same (ceil(x/stride) windows from the first element, the last cut off; no pad)."""
 
 
 def Pooling_v1(data: Any = ..., kernel: Any = ..., pool_type: Any = ..., global_pool: Any = ..., pooling_convention: Any = ..., stride: Any = ..., pad: Any = ..., *, out: Any = ..., name: Any = ..., ctx: Any = ..., **kwargs: Any) -> Any:

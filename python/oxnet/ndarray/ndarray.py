@@ -10,8 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _native
-from ..base import dtype_name, integer_types, numeric_types
+from ..base import MXNetError, dtype_name, integer_types, numeric_types
 from ..context import Context, current_context
+
+#: Python's builtin ``slice`` (MXNet's module keeps this name because ``slice`` is also an operator).
+py_slice = slice
 
 NDArray = _native.NDArray
 
@@ -78,10 +81,26 @@ def empty(shape, ctx=None, dtype=None):
     return _native.empty(tuple(int(s) for s in shape), _np_dtype_for(dtype), ctx._pair())
 
 
+def _creation_kwargs(fname, kwargs):
+    """MXNet's creation functions accept ``name``, ``stype='default'`` and
+    symbol attributes (``__layout__``) and ignore them for arrays; ``out`` is kept."""
+    rest = {}
+    for k, v in kwargs.items():
+        if k == "name" or (k.startswith("__") and k.endswith("__")):
+            continue
+        if k == "stype":
+            if v not in (None, "default"):
+                raise ValueError(f"{fname}: stype '{v}' is not supported (dense arrays only)")
+            continue
+        rest[k] = v
+    return rest
+
+
 def zeros(shape, ctx=None, dtype=None, **kwargs):
     """An array of zeros of ``shape`` on ``ctx`` with ``dtype`` (float32)."""
     if isinstance(shape, integer_types):
         shape = (int(shape),)
+    kwargs = _creation_kwargs("zeros", kwargs)
     return imperative_invoke(
         "_zeros", [], {"shape": tuple(shape), "dtype": _np_dtype_for(dtype)}, ctx=ctx or current_context(), **kwargs
     )
@@ -91,6 +110,7 @@ def ones(shape, ctx=None, dtype=None, **kwargs):
     """An array of ones of ``shape`` on ``ctx`` with ``dtype`` (float32)."""
     if isinstance(shape, integer_types):
         shape = (int(shape),)
+    kwargs = _creation_kwargs("ones", kwargs)
     return imperative_invoke(
         "_ones", [], {"shape": tuple(shape), "dtype": _np_dtype_for(dtype)}, ctx=ctx or current_context(), **kwargs
     )
@@ -138,7 +158,7 @@ def array(source_array, ctx=None, dtype=None):
         dt = _np_dtype_for(dtype)
         src = source_array
     try:
-        arr = np.ascontiguousarray(src, dtype=dt)
+        arr = np.asarray(src, dtype=dt, order="C")
     except (TypeError, ValueError) as e:
         raise TypeError(f"array: source of type {type(source_array).__name__} cannot be converted: {e}") from e
     if arr.dtype.name not in _SUPPORTED:
@@ -159,15 +179,36 @@ def concatenate(arrays, axis=0, always_copy=True):
 
 
 def moveaxis(tensor, source, destination):
-    """Move axis ``source`` of ``tensor`` to position ``destination``."""
+    """Move axes of ``tensor`` to new positions (as ``numpy.moveaxis``): ``source`` and
+    ``destination`` are an int or a sequence of ints (negative counts from the end), of the same
+    length, without repeats; the other axes keep their order. Returns the transposed array.
+    Raises ValueError for an out-of-range or repeated axis or mismatched lengths."""
     nd = tensor.ndim
-    source = source % nd
-    destination = destination % nd
-    axes = [i for i in range(nd) if i != source]
-    axes.insert(destination, source)
+
+    def norm(axes, what):
+        seq = [axes] if isinstance(axes, integer_types) else list(axes)
+        out = []
+        for a in seq:
+            if not isinstance(a, integer_types) or isinstance(a, bool):
+                raise TypeError(f"moveaxis: {what} axes must be integers, got {a!r}")
+            if not -nd <= a < nd:
+                raise ValueError(f"moveaxis: {what} axis {a} is out of range for a {nd}-d array of shape {tensor.shape}")
+            out.append(int(a) % nd)
+        if len(set(out)) != len(out):
+            raise ValueError(f"moveaxis: repeated axis in {what} {axes!r}")
+        return out
+
+    src = norm(source, "source")
+    dst = norm(destination, "destination")
+    if len(src) != len(dst):
+        raise ValueError("moveaxis: `source` and `destination` arguments must have the same number of elements "
+                         f"(got {len(src)} and {len(dst)})")
+    order = [n for n in range(nd) if n not in src]
+    for d, s_ in sorted(zip(dst, src)):
+        order.insert(d, s_)
     from . import op
 
-    return op.transpose(tensor, axes=tuple(axes))
+    return op.transpose(tensor, axes=tuple(order))
 
 
 def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
@@ -629,10 +670,19 @@ class _Methods:
     __str__ = __repr__
 
     def __reduce__(self):
-        return (_rebuild, (self.asnumpy(), str(self.context)))
+        return (_from_state, (self.__getstate__(),))
 
     def __getstate__(self):
-        return {"data": self.asnumpy()}
+        """MXNet's pickled state: ``{'handle': bytearray}`` holding the array in MXNet's binary
+        format (what ``NDArray::Save`` writes for one array), so states are interchangeable."""
+        raw = _native.nd_save_bytes([self], [])
+        # strip the list file's header (magic, reserved, count) and its empty name list
+        return {"handle": bytearray(raw[_LIST_HEADER:-8])}
+
+    def __setstate__(self, state):
+        """Make this array the one held by ``state`` (from :meth:`__getstate__`, or MXNet's).
+        An array saved from a GPU context is loaded on the CPU (oxnet has no GPU)."""
+        self._assign_from(_from_state(state))
 
     # -- shape -------------------------------------------------------------
 
@@ -659,9 +709,84 @@ class _Methods:
 
         autograd.backward([self], None if out_grad is None else [out_grad], retain_graph, train_mode)
 
+    def flatten(self, inplace=False):
+        """Collapse all axes after the first: shape (d0, d1*...*dn). With ``inplace=True`` the
+        result is a view sharing this array's memory (writes show through), else a copy."""
+        if not inplace:
+            from . import op
+
+            return op.flatten(self)
+        return self.reshape((0, -1))
+
+    def expand_dims(self, axis, inplace=False):
+        """Insert an axis of length 1 at ``axis`` (-ndim-1 <= axis <= ndim). With ``inplace=True``
+        the result is a view sharing this array's memory, else a copy."""
+        if not inplace:
+            from . import op
+
+            return op.expand_dims(self, axis=axis)
+        nd = self.ndim
+        if not isinstance(axis, integer_types) or not -nd - 1 <= axis <= nd:
+            raise ValueError(f"expand_dims: axis {axis} is out of range for a {nd}-d array of shape {self.shape}")
+        new_shape = list(self.shape)
+        new_shape.insert(axis + nd + 1 if axis < 0 else axis, 1)
+        return self.reshape(new_shape)
+
+    def squeeze(self, axis=None, inplace=False):
+        """Remove axes of length 1 (all, or those in ``axis``, an int or tuple, each of which must
+        have length 1); removing every axis leaves shape (1,), as in MXNet. With
+        ``inplace=True`` the result is a view sharing this array's memory, else a copy."""
+        if not inplace:
+            from . import op
+
+            return op.squeeze(self, axis=axis)
+        nd = self.ndim
+        new_shape = list(self.shape)
+        if axis is None:
+            new_shape = [d for d in new_shape if d != 1]
+        else:
+            axes = [axis] if isinstance(axis, integer_types) else list(axis)
+            if len(set(axes)) != len(axes):
+                raise ValueError(f"squeeze: axis {axis} contains duplicates")
+            resolved = []
+            for a in axes:
+                if not -nd <= a < nd:
+                    raise ValueError(f"squeeze: axis {a} is out of range for a {nd}-d array of shape {self.shape}")
+                r = a % nd
+                if self.shape[r] != 1:
+                    raise ValueError(f"squeeze: axis {a} of shape {self.shape} must have length 1")
+                resolved.append(r)
+            if len(set(resolved)) != len(resolved):
+                raise ValueError(f"squeeze: axis {axis} names an axis twice")
+            new_shape = [d for i, d in enumerate(new_shape) if i not in resolved]
+        return self.reshape(new_shape or [1])
+
     def reshape_like(self, other):
         """A view with the shape of ``other``."""
         return self._reshape_view(tuple(other.shape))
+
+    @staticmethod
+    def _basic_indexing_slice_is_contiguous(slc_key, shape):
+        """Whether indexing a C-contiguous array of ``shape`` with ``slc_key`` (one ``slice`` per
+        axis) gives a C-contiguous result, by NumPy's rule (axes of length 1 do not count; an
+        empty result is contiguous). MXNet's helper of the same name."""
+        if len(slc_key) != len(shape):
+            raise ValueError(f"_basic_indexing_slice_is_contiguous: key {slc_key} does not match shape {shape}")
+        lens, strides = [], []
+        stride = 1
+        for slc, n in zip(reversed(slc_key), reversed(shape)):
+            start, stop, step = slc.indices(n)
+            lens.append(len(range(start, stop, step)))
+            strides.append(stride * step)
+            stride *= n
+        if 0 in lens:
+            return True
+        want = 1
+        for n, st in zip(lens, strides):  # innermost axis first
+            if n != 1 and st != want:
+                return False
+            want *= n
+        return True
 
     def _at_index(self, i):
         n = self.shape[0]
@@ -748,7 +873,26 @@ class _Methods:
 
 
 def _rebuild(data, ctx_str):
+    """Unpickle an array pickled by oxnet before 0.1.0's MXNet-format state (kept for old pickles)."""
     return array(data, dtype=data.dtype)
+
+
+# The list file format's header: u64 magic 0x112, u64 reserved, u64 number of arrays.
+_LIST_HEADER = 24
+
+
+def _from_state(state):
+    """The NDArray held by a ``__getstate__`` state ``{'handle': bytes}``."""
+    if not isinstance(state, dict) or "handle" not in state:
+        raise TypeError("NDArray.__setstate__: state must be a dict with key 'handle', got {!r}".format(state))
+    raw = state["handle"]
+    if raw is None:
+        raise ValueError("NDArray.__setstate__: the state holds no array (handle None)")
+    if not isinstance(raw, (bytes, bytearray, memoryview)):
+        raise TypeError("NDArray.__setstate__: 'handle' must be bytes, got {}".format(type(raw).__name__))
+    head = (0x112).to_bytes(8, "little") + bytes(8) + (1).to_bytes(8, "little")
+    arrays, _ = _native.nd_load_bytes(head + bytes(raw) + bytes(8))
+    return arrays[0]
 
 
 _REVERSE_OP = {
@@ -1103,7 +1247,32 @@ def _unfold_key(shape, key):
     return tuple(new_shape), tuple(new_key)
 
 
+def _contiguous_view(self, begin, end, step, window, result):
+    """The basic index (begin, end, step) as a view of ``self`` when it selects one contiguous
+    run of elements (NumPy's rule), else None."""
+    if not result or 0 in window or (self._has_ag and _native.is_recording()):
+        return None
+    slcs = tuple(slice(b, e, s) for b, e, s in zip(begin, end, step))
+    if not NDArray._basic_indexing_slice_is_contiguous(slcs, self.shape):
+        return None
+    off = 0
+    stride = 1
+    for slc, n in zip(reversed(slcs), reversed(self.shape)):
+        off += slc.indices(n)[0] * stride
+        stride *= n
+    count = int(np.prod(window))
+    return self._reshape_view((self.size,))._slice(off, off + count)._reshape_view(tuple(result))
+
+
+def _tuples_as_lists(key):
+    """Inside an index tuple a tuple element is an integer-array index (NumPy): make it a list."""
+    if isinstance(key, tuple) and any(isinstance(k, tuple) for k in key):
+        return tuple(list(k) if isinstance(k, tuple) else k for k in key)
+    return key
+
+
 def _getitem(self, key):
+    key = _tuples_as_lists(key)
     if isinstance(key, integer_types) and not isinstance(key, bool):
         if self.ndim == 0:
             raise IndexError("too many indices for a 0-d array")
@@ -1138,11 +1307,16 @@ def _getitem(self, key):
             idx = np.nonzero(idx)[0]
         if np.issubdtype(idx.dtype, np.integer):
             return _invoke1("take", [self, array(idx, ctx=self.context, dtype="int64")], {"axis": 0, "mode": "raise"})
-    # Other basic indexing (steps, several axes, Ellipsis, None): the slice
-    # operator (a copy, as in MXNet; differentiable), then the result shape.
+    # Other basic indexing (steps, several axes, Ellipsis, None): as in MXNet, a view sharing
+    # this array's memory when the selected elements are one contiguous run (and autograd is
+    # not recording through it), else the slice operator (a copy; differentiable), then the
+    # result shape.
     basic = _basic_index(self.shape, key)
     if basic is not None:
         begin, end, step, window, result = basic
+        view = _contiguous_view(self, begin, end, step, window, result)
+        if view is not None:
+            return view
         r = _invoke1("slice", [self], {"begin": tuple(begin), "end": tuple(end), "step": tuple(step)})
         return r if window == result else _invoke1("Reshape", [r], {"shape": result})
     # Integer arrays / masks (no slices): gather_nd on the device.
@@ -1179,8 +1353,24 @@ def _getitem(self, key):
     return _from_numpy_any(res, self.context)
 
 
+def _drop_leading_ones(shape, ndim):
+    """``shape`` without leading length-1 axes beyond ``ndim`` axes (None if they are not 1)."""
+    extra = len(shape) - ndim
+    if extra <= 0:
+        return tuple(shape)
+    if any(d != 1 for d in shape[:extra]):
+        return None
+    return tuple(shape[extra:])
+
+
 def _fill_view(view, value):
     if isinstance(value, NDArray):
+        if value.ndim > view.ndim:
+            s = _drop_leading_ones(value.shape, view.ndim)
+            if s is None:
+                raise ValueError(f"__setitem__: could not broadcast input array from shape {value.shape} "
+                                 f"into shape {view.shape}")
+            value = value.reshape(s) if s else value.reshape((1,)).reshape(())
         if value.shape != view.shape:
             value = _invoke1("broadcast_to", [value], {"shape": view.shape})
         if value._dtype_name != view._dtype_name:
@@ -1193,7 +1383,14 @@ def _fill_view(view, value):
             ctx=view.context,
         )
     else:
-        src = np.broadcast_to(np.asarray(value, dtype=view._dtype_name), view.shape)
+        v = np.asarray(value, dtype=view._dtype_name)
+        if v.ndim > view.ndim:
+            s = _drop_leading_ones(v.shape, view.ndim)
+            if s is None:
+                raise ValueError(f"__setitem__: could not broadcast input array from shape {v.shape} "
+                                 f"into shape {view.shape}")
+            v = v.reshape(s)
+        src = np.broadcast_to(v, view.shape)
         view._write_from(np.ascontiguousarray(src))
 
 
@@ -1223,7 +1420,22 @@ def _setitem_value(self, value, result):
     return _invoke1("broadcast_to", [value.reshape((1,) * (len(result) - value.ndim) + value.shape)], {"shape": result})
 
 
+def _whole_key(key):
+    return key is None or key is Ellipsis or (isinstance(key, slice) and key == slice(None))
+
+
 def _setitem(self, key, value):
+    key = _tuples_as_lists(key)
+    # As MXNet: writing part of an array in place cannot be differentiated, so under recording
+    # it is an error when the array or the value takes part in autograd.
+    if _native.is_recording() and not _whole_key(key) and (
+            self._has_ag or (isinstance(value, NDArray) and value._has_ag)):
+        raise MXNetError(
+            "Inplace operations (+=, -=, x[:]=, etc) are not supported when recording with autograd "
+            f"(__setitem__ with key {key!r} on an array of shape {self.shape})")
+    if key is None:
+        _fill_view(self, value)
+        return
     if isinstance(key, slice) and key == slice(None):
         _fill_view(self, value)
         return
@@ -1322,7 +1534,7 @@ _METHOD_OPS = {
         "log1p", "expm1", "log2", "log10", "sqrt", "rsqrt", "cbrt", "square", "reciprocal", "abs", "sign", "sin",
         "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh",
         "sigmoid", "relu", "softsign", "floor", "ceil", "round", "rint", "fix", "trunc", "clip", "transpose",
-        "swapaxes", "flatten", "expand_dims", "squeeze", "tile", "repeat", "flip", "slice", "slice_axis",
+        "swapaxes", "tile", "repeat", "flip", "slice", "slice_axis",
         "take", "pick", "one_hot", "sort", "argsort", "topk", "split", "broadcast_to", "broadcast_like",
         "broadcast_axes", "zeros_like", "ones_like", "degrees", "radians", "softmax", "log_softmax", "diag",
         "dot", "batch_dot", "reverse", "slice_like", "erf", "rcbrt", "shape_array", "size_array", "softmin",

@@ -68,6 +68,22 @@ impl Error {
             e => e,
         }
     }
+
+    /// The same kind of error with another message.
+    pub fn with_message(self, m: String) -> Error {
+        match self {
+            Error::Shape(_) => Error::Shape(m),
+            Error::DType(_) => Error::DType(m),
+            Error::Param(_) => Error::Param(m),
+            Error::Index(_) => Error::Index(m),
+            Error::Io(_) => Error::Io(m),
+            Error::Decode(_) => Error::Decode(m),
+            Error::Engine(_) => Error::Engine(m),
+            Error::Device(_) => Error::Device(m),
+            Error::Op { op, .. } => Error::Op { op, msg: m },
+            Error::External(_) => Error::External(m),
+        }
+    }
 }
 
 impl fmt::Display for Error {

@@ -19,6 +19,8 @@ pub mod autograd;
 pub mod base;
 pub mod engine;
 pub mod error;
+pub mod executor;
+pub mod graph;
 pub mod io;
 pub mod ndarray;
 pub mod ops;

@@ -48,7 +48,7 @@ impl Drop for PyOwner {
     }
 }
 
-fn py_owner(obj: Py<PyAny>) -> oxnet_core::storage::Owner {
+pub(crate) fn py_owner(obj: Py<PyAny>) -> oxnet_core::storage::Owner {
     Box::new(PyOwner(Some(obj)))
 }
 
@@ -56,9 +56,9 @@ fn py_owner(obj: Py<PyAny>) -> oxnet_core::storage::Owner {
 /// array over its memory is gone (Python drops it with the GIL held, as
 /// producers such as NumPy expect).
 #[pyclass(module = "oxnet.ndarray", name = "_DLPackOwner", frozen)]
-struct DLPackOwner {
-    managed: usize,
-    versioned: bool,
+pub(crate) struct DLPackOwner {
+    pub(crate) managed: usize,
+    pub(crate) versioned: bool,
 }
 
 impl Drop for DLPackOwner {

@@ -947,7 +947,7 @@ impl ImagePipeline {
     #[pyo3(signature = (data_shape, batch_size, path_imgrec=None, path_imgidx=None, root=None, items=None,
         label_width=1, shuffle=false, seed=0, num_threads=1, prefetch=2, part_index=0, num_parts=1,
         last_batch="pad", dtype="float32", resize=None, rand_crop=false, rand_mirror=false,
-        inter_method=1, mean=None, std=None, scale=1.0))]
+        inter_method=1, mean=None, std=None, scale=1.0, aug_seed=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -973,6 +973,7 @@ impl ImagePipeline {
         mean: Option<Vec<f32>>,
         std: Option<Vec<f32>>,
         scale: f32,
+        aug_seed: Option<u64>,
     ) -> PyResult<Self> {
         let c = data_shape.0;
         let mut aug = AugmentConfig::new(data_shape);
@@ -989,6 +990,7 @@ impl ImagePipeline {
         cfg.label_width = label_width;
         cfg.shuffle = shuffle;
         cfg.seed = seed;
+        cfg.aug_seed = aug_seed;
         cfg.num_threads = num_threads;
         cfg.prefetch = prefetch;
         cfg.part_index = part_index;

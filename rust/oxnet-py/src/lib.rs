@@ -20,6 +20,8 @@ fn purge_mimalloc() {
 }
 
 mod autograd;
+mod capi;
+mod data_iter;
 mod dlpack;
 mod errors;
 mod io;
@@ -28,6 +30,7 @@ mod ops;
 mod profiler;
 mod runtime;
 mod serialize;
+mod symbol;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -43,5 +46,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     serialize::register(m)?;
     profiler::register(m)?;
     io::register(m)?;
+    data_iter::register(m)?;
+    symbol::register(m)?;
     Ok(())
 }

@@ -170,6 +170,39 @@ impl NDArray {
         wrap(py, self.inner.reshape_view(&shape).py_err()?)
     }
 
+    /// `NDArray(handle=...)`: take over an array handle made by oxnet's C API
+    /// (`mx.base._LIB.MXNDArrayFromDLPack`); `handle` is a ctypes pointer or an int. Any other
+    /// address is refused. Arrays are otherwise made by `mx.nd.array`, `mx.nd.zeros`, ...
+    #[new]
+    #[pyo3(signature = (handle=None, writable=true))]
+    fn py_new(handle: Option<&Bound<'_, PyAny>>, writable: bool) -> PyResult<Self> {
+        let _ = writable;
+        let Some(h) = handle else {
+            return Err(pyo3::exceptions::PyTypeError::new_err(
+                "NDArray(): make arrays with mx.nd.array, mx.nd.zeros, mx.nd.empty, ...; \
+                 NDArray(handle=...) takes a handle from oxnet's C API (mx.base._LIB)",
+            ));
+        };
+        let addr: Option<usize> = if h.hasattr("value")? {
+            h.getattr("value")?.extract()?
+        } else {
+            h.extract()?
+        };
+        let core = addr.and_then(crate::capi::take_handle).ok_or_else(|| {
+            PyValueError::new_err(
+                "NDArray(handle=...): not a live array handle made by oxnet's C API \
+                 (handles are taken once)",
+            )
+        })?;
+        Ok(NDArray { inner: core })
+    }
+
+    /// Make this Python object refer to `other`'s array (MXNet's `__setstate__` replaces the
+    /// handle of an existing NDArray).
+    fn _assign_from(&mut self, other: PyRef<'_, NDArray>) {
+        self.inner = other.inner.clone();
+    }
+
     fn _same_memory(&self, other: PyRef<'_, NDArray>) -> bool {
         self.inner.same_chunk(&other.inner)
     }

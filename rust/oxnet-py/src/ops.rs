@@ -37,6 +37,11 @@ impl Op {
     fn has_grad(&self) -> bool {
         self.def.grad.is_some()
     }
+    /// Whether the operator is element-wise (fusable).
+    #[getter]
+    fn pointwise(&self) -> bool {
+        self.def.pointwise.is_some()
+    }
     fn __repr__(&self) -> String {
         format!("<Op {}>", self.def.name)
     }
@@ -86,6 +91,20 @@ pub fn attr_str(v: &Bound<'_, PyAny>) -> PyResult<String> {
         });
     }
     let py = v.py();
+    // NumPy arrays (a shape given as np.array([2, 3])): their elements as a tuple; a 0-d array
+    // as its one value.
+    if v.hasattr("ndim")? && v.hasattr("tolist")? && !v.is_instance_of::<PyType>() {
+        if let Ok(ndim) = v.getattr("ndim")?.extract::<usize>() {
+            let list = v.call_method0("tolist")?;
+            return if ndim == 0 {
+                attr_str(&list)
+            } else {
+                attr_str(
+                    &PyTuple::new(py, list.try_iter()?.collect::<PyResult<Vec<_>>>()?)?.into_any(),
+                )
+            };
+        }
+    }
     // NumPy dtypes and scalar types.
     if v.is_instance_of::<PyType>() || v.hasattr("itemsize")? && v.hasattr("kind")? {
         let np = py.import("numpy")?;

@@ -73,6 +73,18 @@ fn num_cores() -> usize {
     engine::num_cores()
 }
 
+/// `[(name, enabled), ...]` under MXNet's feature names (see oxnet_core::base::features).
+#[pyfunction]
+fn features() -> Vec<(&'static str, bool)> {
+    oxnet_core::base::features::features()
+}
+
+/// "debug" or "release": the cargo profile this extension was built with.
+#[pyfunction]
+fn build_profile() -> &'static str {
+    oxnet_core::base::features::build_profile()
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(waitall, m)?)?;
     m.add_function(wrap_pyfunction!(engine_type, m)?)?;
@@ -81,5 +93,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(random_seed, m)?)?;
     m.add_function(wrap_pyfunction!(num_cores, m)?)?;
     m.add_function(wrap_pyfunction!(set_bulk_size, m)?)?;
+    m.add_function(wrap_pyfunction!(features, m)?)?;
+    m.add_function(wrap_pyfunction!(build_profile, m)?)?;
     Ok(())
 }

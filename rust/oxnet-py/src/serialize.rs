@@ -21,6 +21,24 @@ fn nd_save(
     py.detach(move || serialize::save(&path, &named)).py_err()
 }
 
+/// The bytes `nd_save` would write, as `bytes` (pickling, `mx.nd.save` to a buffer).
+#[pyfunction]
+fn nd_save_bytes<'py>(
+    py: Python<'py>,
+    arrays: Vec<PyRef<'py, NDArray>>,
+    names: Vec<String>,
+) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+    let named: Vec<serialize::Named> = arrays
+        .iter()
+        .enumerate()
+        .map(|(i, a)| (names.get(i).cloned(), a.inner.clone()))
+        .collect();
+    let bytes = py
+        .detach(move || serialize::save_to_bytes(&named))
+        .py_err()?;
+    Ok(pyo3::types::PyBytes::new(py, &bytes))
+}
+
 /// Load a file: (arrays, names) with names empty for a list file.
 #[pyfunction]
 fn nd_load(py: Python<'_>, path: String) -> PyResult<(Vec<Py<NDArray>>, Vec<String>)> {
@@ -58,5 +76,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(nd_save, m)?)?;
     m.add_function(wrap_pyfunction!(nd_load, m)?)?;
     m.add_function(wrap_pyfunction!(nd_load_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(nd_save_bytes, m)?)?;
     Ok(())
 }

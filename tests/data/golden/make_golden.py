@@ -2,7 +2,7 @@
 
 Run with the reference environment (not with oxnet):
 
-    /work/venvs/mxnet/bin/python tests/data/golden/make_golden.py
+    $MXNET_VENV/bin/python tests/data/golden/make_golden.py
 
 It needs mxnet==1.9.1, numpy==1.23.5 and, for `mx.recordio.pack_img`,
 opencv-python-headless==4.8.1.78. Everything is seeded, so running it again

@@ -515,3 +515,96 @@ pub fn attrs_of(pairs: &[(&str, String)]) -> Attrs {
             .collect(),
     )
 }
+
+/// The recorded computation that produced `heads`, as a graph (MXNet's
+/// `autograd.get_symbol`): one node per recorded operator; the variables
+/// (marked arrays, and inputs that were not recorded) become graph
+/// variables named `var0`, `var1`, ... in the order they are met.
+pub fn to_symbol(heads: &[NDArray]) -> Result<crate::graph::Symbol> {
+    use crate::graph::{Node as GNode, NodeEntry, Symbol};
+    use std::collections::BTreeMap;
+    struct Conv {
+        nodes: HashMap<usize, Arc<GNode>>,
+        vars: HashMap<usize, Arc<GNode>>,
+        n_vars: usize,
+        counts: HashMap<String, usize>,
+    }
+    impl Conv {
+        fn var(&mut self, key: Option<usize>) -> Arc<GNode> {
+            if let Some(k) = key {
+                if let Some(v) = self.vars.get(&k) {
+                    return v.clone();
+                }
+            }
+            let v = GNode::variable(&format!("var{}", self.n_vars), BTreeMap::new());
+            self.n_vars += 1;
+            if let Some(k) = key {
+                self.vars.insert(k, v.clone());
+            }
+            v
+        }
+        fn entry(&mut self, ag: &Option<AgInfo>) -> Result<NodeEntry> {
+            match ag {
+                Some(AgInfo::Output { node, index }) => Ok(NodeEntry {
+                    node: self.node(node)?,
+                    index: *index,
+                }),
+                Some(AgInfo::Variable(v)) => Ok(NodeEntry {
+                    node: self.var(Some(Arc::as_ptr(v) as usize)),
+                    index: 0,
+                }),
+                None => Ok(NodeEntry {
+                    node: self.var(None),
+                    index: 0,
+                }),
+            }
+        }
+        fn node(&mut self, t: &Arc<TapeNode>) -> Result<Arc<GNode>> {
+            if let Some(n) = self.nodes.get(&key(t)) {
+                return Ok(n.clone());
+            }
+            let Backward::Op(call) = &t.backward else {
+                return Err(Error::Param(format!(
+                    "get_symbol: '{}' was recorded as a Python function (autograd.Function or a \
+                     custom operator) and has no symbolic form",
+                    t.name
+                )));
+            };
+            let inputs = t
+                .input_ag
+                .iter()
+                .map(|a| self.entry(a))
+                .collect::<Result<Vec<_>>>()?;
+            let hint = call.def.name.to_lowercase();
+            let c = self.counts.entry(hint.clone()).or_insert(0);
+            let name = format!("{hint}{c}");
+            *c += 1;
+            let n = Arc::new(GNode {
+                op: Some(call.clone()),
+                name,
+                attrs: parking_lot::RwLock::new(BTreeMap::new()),
+                inputs,
+            });
+            self.nodes.insert(key(t), n.clone());
+            Ok(n)
+        }
+    }
+    let mut conv = Conv {
+        nodes: HashMap::new(),
+        vars: HashMap::new(),
+        n_vars: 0,
+        counts: HashMap::new(),
+    };
+    let mut outputs = Vec::with_capacity(heads.len());
+    for h in heads {
+        if h.ag.is_none() {
+            return Err(Error::Param(
+                "get_symbol: the array was not computed under autograd.record() from arrays \
+                 marked with attach_grad()"
+                    .into(),
+            ));
+        }
+        outputs.push(conv.entry(&h.ag)?);
+    }
+    Ok(Symbol { outputs })
+}

@@ -1,5 +1,6 @@
 pub mod context;
 pub mod dtype;
+pub mod features;
 pub mod shape;
 
 pub use context::{Context, DevType};

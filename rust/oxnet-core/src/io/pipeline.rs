@@ -141,6 +141,9 @@ pub struct PipelineConfig {
     pub label_width: usize,
     pub shuffle: bool,
     pub seed: u64,
+    /// Seed of the augmentations (crop position, mirror, random interpolation) when set
+    /// (MXNet's `seed_aug`); else `seed` seeds them too.
+    pub aug_seed: Option<u64>,
     /// Decode threads (rayon pool size).
     pub num_threads: usize,
     /// Batches prepared ahead (queue bound).
@@ -158,6 +161,7 @@ impl PipelineConfig {
             label_width: 1,
             shuffle: false,
             seed: 0,
+            aug_seed: None,
             num_threads: 1,
             prefetch: 2,
             part_index: 0,
@@ -790,7 +794,8 @@ fn process(sh: &Shared, epoch: u64, idx: usize, slot: Slot<'_>, label: &mut [f32
     let dec =
         image::Decoding::new(img_bytes, if c == 1 { 0 } else { 1 }, true).map_err(with_loc)?;
     let (ih, iw) = (dec.height, dec.width);
-    let mut rng = Rng::seeded(record_seed(sh.cfg.seed, epoch, idx));
+    let aug_seed = sh.cfg.aug_seed.unwrap_or(sh.cfg.seed);
+    let mut rng = Rng::seeded(record_seed(aug_seed, epoch, idx));
     // 3. plan the shorter-side resize, the crop and the mirror (the random
     // draws in MXNet's order: resize interpolation, crop, mirror)
     let (rh, rw, resize_it) = match sh.aug.resize {

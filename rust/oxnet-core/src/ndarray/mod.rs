@@ -244,6 +244,24 @@ impl NDArray {
         })
     }
 
+    /// A view of the first elements of the array with another shape (a
+    /// planned block shared by entries of several sizes).
+    pub fn prefix_view(&self, shape: &[usize]) -> Result<NDArray> {
+        if numel(shape) > self.size() {
+            return Err(Error::Shape(format!(
+                "a view of shape {} does not fit in an array of shape {}",
+                fmt_shape(shape),
+                fmt_shape(&self.shape)
+            )));
+        }
+        Ok(NDArray {
+            chunk: self.chunk.clone(),
+            shape: shape.to_vec(),
+            offset: self.offset,
+            ag: None,
+        })
+    }
+
     /// A view of rows `begin..end` of the first axis.
     pub fn slice_view(&self, begin: usize, end: usize) -> Result<NDArray> {
         if self.ndim() == 0 || begin > end || end > self.shape[0] {

@@ -363,6 +363,7 @@ macro_rules! unary_op {
             doc: $doc,
             cpu: Some(unary_kernel::<$S>),
             grad: $grad,
+            pointwise: Some(super::fused::Pointwise::Unary(super::fused::unary_block::<$S>)),
             ..OpDef::BASE
         };
     };
@@ -971,7 +972,7 @@ fn infer_broadcast(
     Ok(())
 }
 
-fn infer_elemwise2(
+pub(crate) fn infer_elemwise2(
     call: &OpCall,
     ins: &mut [Option<Shape>],
     outs: &mut [Option<Shape>],
@@ -1124,6 +1125,7 @@ macro_rules! binary_op {
             infer_shape: $infer,
             cpu: Some(binary_kernel::<$S>),
             grad: Some(binary_grad),
+            pointwise: Some(super::fused::Pointwise::Binary(super::fused::binary_block::<$S>)),
             ..OpDef::BASE
         };
     };
@@ -1574,6 +1576,7 @@ macro_rules! scalar_op {
             parse: parse_scalar,
             cpu: Some(scalar_kernel::<$S, $rev>),
             grad: $grad,
+            pointwise: Some(super::fused::Pointwise::Scalar(super::fused::scalar_block::<$S, $rev>, sg)),
             ..OpDef::BASE
         };
     };
@@ -2090,6 +2093,12 @@ pub static BROADCAST_LIKE: OpDef = OpDef {
         // As in MXNet, the axes apply only when both are given.
         let axes = match (p.ints("lhs_axes")?, p.ints("rhs_axes")?) {
             (Some(l), Some(r)) => {
+                if l.is_empty() || r.is_empty() {
+                    return Err(Error::Param(format!(
+                        "broadcast_like: an empty axes tuple is not allowed (lhs_axes {l:?}, \
+                         rhs_axes {r:?}); leave both out to broadcast to rhs's whole shape"
+                    )));
+                }
                 if l.len() != r.len() {
                     return Err(Error::Param(format!(
                         "broadcast_like: lhs_axes {l:?} and rhs_axes {r:?} must have the same length"

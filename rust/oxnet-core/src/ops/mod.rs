@@ -2,6 +2,7 @@
 pub mod attrs;
 pub mod contrib;
 pub mod elemwise;
+pub mod fused;
 pub mod image;
 pub mod image_resize;
 pub mod index;

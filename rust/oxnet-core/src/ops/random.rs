@@ -195,12 +195,9 @@ pub static NORMAL: OpDef = OpDef {
     parse: |a| {
         let op = "_random_normal";
         let p = a.p(op);
+        // scale is checked when the kernel runs, as MXNet does: a bad scale surfaces at the
+        // next wait on the result (or on arrays computed from it), like any kernel error.
         let (loc, scale) = (p.f64("loc", 0.0)?, p.f64("scale", 1.0)?);
-        if !(scale > 0.0) {
-            return Err(Error::Param(format!(
-                "{op}: scale ({scale}) must be positive"
-            )));
-        }
         Ok(Box::new(SampleParam {
             a: loc,
             b: scale,
@@ -213,6 +210,11 @@ pub static NORMAL: OpDef = OpDef {
     cpu: Some(|c, _, o, k| {
         let p = c.p::<SampleParam>();
         let (loc, scale) = (p.a, p.b);
+        if !(scale > 0.0) {
+            return Err(Error::Param(format!(
+                "_random_normal: scale ({scale}) must be positive"
+            )));
+        }
         match o[0].dtype {
             DType::F64 => fill_blocks(k.ctx, o[0].data_mut::<f64>(), |r, b| {
                 normal_block(r, b, loc, scale, |v| v)
@@ -598,8 +600,14 @@ mod tests {
             "{}",
             e.message()
         );
-        let e = call("normal", &[("scale", "-1")], &[]).err().unwrap();
-        assert!(e.message().contains("scale"), "{}", e.message());
+        // as in MXNet, a bad scale is a kernel error: it surfaces when the result is read
+        let o = call("normal", &[("scale", "-1"), ("shape", "(2,)")], &[]).unwrap();
+        let e = o[0].to_vec::<f32>().err().unwrap();
+        assert!(
+            e.message().contains("scale (-1) must be positive"),
+            "{}",
+            e.message()
+        );
         let e = call("random_randint", &[("low", "3"), ("high", "3")], &[])
             .err()
             .unwrap();

@@ -106,6 +106,9 @@ pub struct OpDef {
     /// names of a call's inputs; replaces the prefix rule of `input_names`.
     pub inputs_of: Option<fn(&OpCall) -> Vec<&'static str>>,
     pub resources: &'static [Resource],
+    /// How the operator computes on float32 blocks, for operators that are
+    /// element-wise (the executor's fusion pass fuses chains of them).
+    pub pointwise: Option<super::fused::Pointwise>,
 }
 
 impl OpDef {
@@ -188,6 +191,7 @@ impl OpDef {
         mutates_of: None,
         inputs_of: None,
         resources: &[],
+        pointwise: None,
     };
 }
 

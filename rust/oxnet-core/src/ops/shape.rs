@@ -811,7 +811,7 @@ fn concat_out(op: &str, shapes: &[&Shape], dim: i64) -> Result<(usize, Shape)> {
 
 pub static CONCAT: OpDef = OpDef {
     name: "Concat",
-    aliases: &["concat"],
+    aliases: &["concat", "_rnn_param_concat"],
     doc: "Join num_args arrays along dimension `dim` (default 1).",
     inputs: &["arg"],
     num_inputs: Some(|c| c.p::<ConcatParam>().num_args),
@@ -1883,6 +1883,16 @@ fn diag_geom(s: &[usize], p: &DiagParam) -> Result<(usize, usize, usize, usize)>
     }
     let st = strides(s);
     let (n1, n2) = (s[a1] as i64, s[a2] as i64);
+    // MXNet: k from -n1 to n2 (the ends give an empty diagonal); beyond, no diagonal exists.
+    if p.k > n2 || p.k < -n1 {
+        return Err(Error::Param(format!(
+            "diag: diagonal k={} does not exist for axes ({a1}, {a2}) of shape {} (k must be in \
+             [{}, {n2}])",
+            p.k,
+            fmt_shape(s),
+            -n1
+        )));
+    }
     let (len, start) = if p.k >= 0 {
         ((n1.min(n2 - p.k)).max(0), p.k as usize * st[a2])
     } else {
@@ -2572,7 +2582,11 @@ mod tests {
         assert_eq!(run("diag", &[], &[x.clone()]).1, vec![0.0, 5.0, 10.0]);
         assert_eq!(run("diag", &[("k", "2")], &[x.clone()]).1, vec![2.0, 7.0]);
         assert_eq!(run("diag", &[("k", "-2")], &[x.clone()]).1, vec![8.0]);
-        assert_eq!(run("diag", &[("k", "9")], &[x]).0, vec![0]);
+        // MXNet: k in [-rows, cols]; the ends give an empty diagonal, beyond is an error
+        assert_eq!(run("diag", &[("k", "4")], &[x.clone()]).0, vec![0]);
+        assert_eq!(run("diag", &[("k", "-3")], &[x.clone()]).0, vec![0]);
+        assert!(err("diag", &[("k", "5")], &[x.clone()]).contains("does not exist"));
+        assert!(err("diag", &[("k", "-4")], &[x]).contains("does not exist"));
         let x = iota(&[2, 3, 3]);
         let (s, v) = run("diag", &[("axis1", "1"), ("axis2", "2")], &[x]);
         assert_eq!(s, vec![2, 3]);

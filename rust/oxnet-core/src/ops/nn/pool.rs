@@ -85,6 +85,20 @@ fn parse_pool(a: &Attrs, op: &str) -> Result<Params> {
             )))
         }
     };
+    // MXNet: "Same pooling convention disables the use of pad parameter": any number of zero
+    // entries is accepted, a non-zero one is an error.
+    let pad = if conv == Convention::Same && !global {
+        let v = p.ints("pad")?.unwrap_or_default();
+        if v.iter().any(|&x| x != 0) {
+            return Err(Error::Param(format!(
+                "{op}: pooling_convention 'same' disables the pad parameter (got pad {v:?}; \
+                 the padding is implied by the output size ceil(x / stride))"
+            )));
+        }
+        vec![0; nd]
+    } else {
+        tup("pad", 0, 0)?
+    };
     let p_value = p.f64("p_value", 2.0)?;
     if pool_type == PoolType::Lp && p_value <= 0.0 {
         return Err(Error::Param(format!(
@@ -111,7 +125,7 @@ fn parse_pool(a: &Attrs, op: &str) -> Result<Params> {
         global,
         conv,
         stride: tup("stride", 1, 1)?,
-        pad: tup("pad", 0, 0)?,
+        pad,
         p_value,
         count_include_pad: p.bool("count_include_pad", true)?,
         channel_last,
@@ -159,28 +173,23 @@ fn pool_geo(pp: &PoolParam, shape: &[usize], op: &str) -> Result<(PGeo, Vec<usiz
         out[i] = if pp.global {
             1
         } else {
+            if xp < k[i] {
+                return Err(Error::Shape(format!(
+                    "{op}: kernel {} is larger than the padded data shape {} (pad {})",
+                    fmt_shape(&k),
+                    fmt_shape(shape),
+                    fmt_shape(&pad)
+                )));
+            }
             match pp.conv {
+                // MXNet's 'same': ceil(x / stride) windows starting at 0, the last ones cut
+                // off at the end of the data (no padding before the first element).
                 Convention::Same => {
-                    let o = sp[i].div_ceil(s[i]);
-                    let total = ((o.max(1) - 1) * s[i] + k[i]).saturating_sub(sp[i]);
-                    padv[i] = total / 2;
-                    o
+                    padv[i] = 0;
+                    sp[i].div_ceil(s[i])
                 }
-                _ => {
-                    if xp < k[i] {
-                        return Err(Error::Shape(format!(
-                            "{op}: kernel {} is larger than the padded data shape {} (pad {})",
-                            fmt_shape(&k),
-                            fmt_shape(shape),
-                            fmt_shape(&pad)
-                        )));
-                    }
-                    if pp.conv == Convention::Valid {
-                        (xp - k[i]) / s[i] + 1
-                    } else {
-                        (xp - k[i]).div_ceil(s[i]) + 1
-                    }
-                }
+                Convention::Valid => (xp - k[i]) / s[i] + 1,
+                Convention::Full => (xp - k[i]).div_ceil(s[i]) + 1,
             }
         };
     }
@@ -637,7 +646,7 @@ fn store_cf(b: &Blob, v: Vec<f64>, last: bool) {
 pub static POOLING: OpDef = OpDef {
     name: "Pooling",
     doc: "Pooling over 1-D/2-D/3-D windows: max, avg (count_include_pad), sum, lp (p_value); global_pool; \
-          pooling_convention valid (floor), full (ceil) or same (ceil(x/stride), symmetric padding).",
+          pooling_convention valid (floor), full (ceil) or same (ceil(x/stride) windows from the first element, the last cut off; no pad).",
     parse: |a| parse_pool(a, "Pooling"),
     infer_shape: |c, ins, outs| {
         if let Some(d) = &ins[0] {

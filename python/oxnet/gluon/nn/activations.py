@@ -1,0 +1,94 @@
+"""Activation layers (``mx.gluon.nn``): Activation, LeakyReLU, PReLU, ELU,
+SELU, Swish, GELU, on the ``Activation`` / ``LeakyReLU`` operators."""
+from __future__ import annotations
+
+from ..block import HybridBlock
+
+__all__ = ["Activation", "LeakyReLU", "PReLU", "ELU", "SELU", "Swish", "GELU"]
+
+
+class Activation(HybridBlock):
+    """Apply ``activation`` ('relu', 'sigmoid', 'tanh', 'softrelu', 'softsign')
+    element-wise. The block is named after the activation (``relu0_``)."""
+
+    def __init__(self, activation, **kwargs):
+        self._act_type = activation
+        super().__init__(**kwargs)
+
+    def _alias(self):
+        return self._act_type
+
+    def hybrid_forward(self, F, x):
+        return F.Activation(x, act_type=self._act_type, name="fwd")
+
+    def __repr__(self):
+        return "{name}({act})".format(name=self.__class__.__name__, act=self._act_type)
+
+
+class LeakyReLU(HybridBlock):
+    """``x`` for x > 0, ``alpha * x`` otherwise (``alpha`` >= 0)."""
+
+    def __init__(self, alpha, **kwargs):
+        if not alpha >= 0:
+            raise AssertionError("Slope coefficient for LeakyReLU must be no less than 0.")
+        super().__init__(**kwargs)
+        self._alpha = alpha
+
+    def hybrid_forward(self, F, x):
+        return F.LeakyReLU(x, act_type="leaky", slope=self._alpha, name="fwd")
+
+    def __repr__(self):
+        return "{name}({alpha})".format(name=self.__class__.__name__, alpha=self._alpha)
+
+
+class PReLU(HybridBlock):
+    """Leaky ReLU with a learnt slope ``alpha`` of shape ``(in_channels,)``
+    (initialized by ``alpha_initializer``, default ``Constant(0.25)``)."""
+
+    def __init__(self, alpha_initializer=None, in_channels=1, **kwargs):
+        super().__init__(**kwargs)
+        if alpha_initializer is None:
+            from ... import initializer
+
+            alpha_initializer = initializer.Constant(0.25)
+        with self.name_scope():
+            self.alpha = self.params.get("alpha", shape=(in_channels,), init=alpha_initializer)
+
+    def hybrid_forward(self, F, x, alpha):
+        return F.LeakyReLU(x, gamma=alpha, act_type="prelu", name="fwd")
+
+
+class ELU(HybridBlock):
+    """Exponential linear unit: ``x`` for x > 0, ``alpha * (exp(x) - 1)`` otherwise."""
+
+    def __init__(self, alpha=1.0, **kwargs):
+        super().__init__(**kwargs)
+        self._alpha = alpha
+
+    def hybrid_forward(self, F, x):
+        return F.LeakyReLU(x, act_type="elu", slope=self._alpha)
+
+
+class SELU(HybridBlock):
+    """Scaled exponential linear unit (Klambauer et al. 2017)."""
+
+    def hybrid_forward(self, F, x):
+        return F.LeakyReLU(x, act_type="selu", name="fwd")
+
+
+class GELU(HybridBlock):
+    """Gaussian error linear unit (the erf form)."""
+
+    def hybrid_forward(self, F, x):
+        return F.LeakyReLU(x, act_type="gelu", name="fwd")
+
+
+class Swish(HybridBlock):
+    """``x * sigmoid(beta * x)``."""
+
+    def __init__(self, beta=1.0, **kwargs):
+        super().__init__(**kwargs)
+        self._beta = beta
+
+    def hybrid_forward(self, F, x):
+        return x * F.sigmoid(self._beta * x, name="fwd")
