@@ -2906,10 +2906,6 @@ SYMBOLIC_XFAIL = {}
 
 def _symbolic_xfail(name, c):
     """The reason a case is expected to fail symbolically, or None."""
-    if name.startswith("broadcast_") and name != "broadcast_like" and len({x.shape for x in c["ins"]}) > 1:
-        # graph/partial.rs is_same_shape_op() takes every op with a pointwise kernel (broadcast_* included)
-        # for a same-shape op, so Symbol.infer_shape(a=(2, 3), b=(1, 3)) of broadcast_add raises ShapeError
-        return "core: partial shape pass treats broadcast_* as same-shape ops (infer_shape raises)"
     return None
 
 

@@ -160,3 +160,12 @@ def test_hybridize_with_a_backend_partitions_the_cached_graph():
     np.testing.assert_allclose(out.asnumpy(), ref, rtol=1e-6)
     ops = [n["op"] for n in json.loads(net._cached_op._sym.tojson())["nodes"]]
     assert "_CachedOp" in ops and "FullyConnected" not in ops
+
+
+def test_partitioning_twice_keeps_the_first_subgraphs():
+    s = net()
+    once = s.optimize_for("test_byop", ops=("FullyConnected",))
+    twice = once.optimize_for("oxnet_fuse")
+    x = {"data": mx.nd.ones((3, 5)), "fc1_weight": mx.nd.ones((8, 5)), "fc1_bias": mx.nd.zeros((8,)),
+         "fc2_weight": mx.nd.ones((4, 8)), "fc2_bias": mx.nd.zeros((4,))}
+    np.testing.assert_allclose(twice.eval(**x)[0].asnumpy(), s.eval(**x)[0].asnumpy(), rtol=1e-6)

@@ -802,9 +802,6 @@ class HybridBlock(Block):
 
     def _build_cache(self, *args):
         data, out = self._get_graph(*args)
-        if self._backend:
-            # partitioned by the backend given to hybridize() (the subgraph API)
-            out = out.optimize_for(self._backend, **self._backend_opts)
         data_names = {d.name: i for i, d in enumerate(data)}
         input_names = out.list_inputs()
         expected = set(input_names)

@@ -244,7 +244,12 @@ def _rebuild(sym, js, groups, prop, backend):
         if n["op"] == "null":
             return [Symbol(_SH.variable(n["name"], dict(n.get("attrs", {}))))]
         ins = [get(s, k) for s, k, _ in n["inputs"]]
-        h = _SH.create(n["op"], list(n.get("attrs", {}).items()), [x.handle for x in ins], n["name"])
+        if n["op"] == "_CachedOp":
+            # a subgraph node of an earlier partitioning stays as it is
+            inner = _SH.from_json(json.dumps(n["subgraphs"][0]))
+            h = _SH.subgraph(inner, [x.handle for x in ins], n["name"])
+        else:
+            h = _SH.create(n["op"], list(n.get("attrs", {}).items()), [x.handle for x in ins], n["name"])
         return [Symbol(h.get_output(k)) for k in range(h.num_outputs())]
 
     def get(s, k):

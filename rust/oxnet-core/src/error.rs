@@ -83,6 +83,7 @@ impl Error {
             Error::OutOfMemory(_) => Error::OutOfMemory(m),
             Error::Op { op, .. } => Error::Op { op, msg: m },
             Error::External(_) => Error::External(m),
+            Error::OutOfMemory(_) => Error::OutOfMemory(m),
         }
     }
 }
