@@ -80,7 +80,6 @@ impl Error {
             Error::Decode(_) => Error::Decode(m),
             Error::Engine(_) => Error::Engine(m),
             Error::Device(_) => Error::Device(m),
-            Error::OutOfMemory(_) => Error::OutOfMemory(m),
             Error::Op { op, .. } => Error::Op { op, msg: m },
             Error::External(_) => Error::External(m),
             Error::OutOfMemory(_) => Error::OutOfMemory(m),
