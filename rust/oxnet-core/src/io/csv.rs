@@ -87,25 +87,30 @@ pub fn parse_csv(text: &[u8], width: usize, path: &str) -> Result<CsvTable> {
         )));
     }
     let spans = blocks(text);
-    let newlines: Vec<usize> = spans
-        .par_iter()
-        .map(|&(a, b)| text[a..b].iter().filter(|&&c| c == b'\n').count())
-        .collect();
+    // on the kernel pool (never rayon's global one: see crate::par)
+    let newlines: Vec<usize> = crate::par::install(|| {
+        spans
+            .par_iter()
+            .map(|&(a, b)| text[a..b].iter().filter(|&&c| c == b'\n').count())
+            .collect()
+    });
     let mut first = Vec::with_capacity(spans.len());
     let mut line = 1;
     for n in &newlines {
         first.push(line);
         line += n;
     }
-    let parts: Vec<Result<Vec<f64>>> = spans
-        .par_iter()
-        .zip(first.par_iter())
-        .map(|(&(a, b), &l)| {
-            // A block ends with its newline: drop it so it adds no empty line.
-            let body = text[a..b].strip_suffix(b"\n").unwrap_or(&text[a..b]);
-            parse_block(body, l, width, path)
-        })
-        .collect();
+    let parts: Vec<Result<Vec<f64>>> = crate::par::install(|| {
+        spans
+            .par_iter()
+            .zip(first.par_iter())
+            .map(|(&(a, b), &l)| {
+                // A block ends with its newline: drop it so it adds no empty line.
+                let body = text[a..b].strip_suffix(b"\n").unwrap_or(&text[a..b]);
+                parse_block(body, l, width, path)
+            })
+            .collect()
+    });
     let mut values = Vec::new();
     for part in parts {
         values.extend(part?);

@@ -252,13 +252,16 @@ impl MnistIter {
         let ids = &self.order[self.pos..self.pos + bs];
         let mut data = vec![0f32; bs * plane];
         let pixels = &self.pixels;
-        data.par_chunks_mut(plane)
-            .zip(ids.par_iter())
-            .for_each(|(dst, &i)| {
-                for (d, &p) in dst.iter_mut().zip(&pixels[i * plane..(i + 1) * plane]) {
-                    *d = p as f32 * (1.0 / 256.0);
-                }
-            });
+        // on the kernel pool (never rayon's global one: see crate::par)
+        crate::par::install(|| {
+            data.par_chunks_mut(plane)
+                .zip(ids.par_iter())
+                .for_each(|(dst, &i)| {
+                    for (d, &p) in dst.iter_mut().zip(&pixels[i * plane..(i + 1) * plane]) {
+                        *d = p as f32 * (1.0 / 256.0);
+                    }
+                })
+        });
         let labels = ids.iter().map(|&i| self.labels[i] as f32).collect();
         self.pos += bs;
         Some((data, labels))

@@ -325,15 +325,30 @@ impl Pool {
     fn release(&self, ptr: NonNull<u8>, cap: usize) {
         self.in_use.fetch_sub(cap, Ordering::Relaxed);
         self.frees.fetch_add(1, Ordering::Relaxed);
-        if self.rule != Rule::Unpooled
-            && self.cached.load(Ordering::Relaxed) + cap <= self.cache_bound()
-        {
+        let bound = self.cache_bound();
+        if self.rule != Rule::Unpooled && cap <= bound {
+            let mut free = self.free.lock();
+            // a full cache makes room for the block just freed (the sizes in
+            // use now) by giving back blocks of other sizes, largest first:
+            // a cache full of sizes no longer used would never hit again
+            while self.cached.load(Ordering::Relaxed) + cap > bound {
+                let Some(&victim) = free
+                    .iter()
+                    .filter(|(_, v)| !v.is_empty())
+                    .map(|(c, _)| c)
+                    .max()
+                else {
+                    break;
+                };
+                if let Some(p) = free.get_mut(&victim).and_then(|v| v.pop()) {
+                    // SAFETY: cached blocks came from raw_alloc(victim) and
+                    // belong to the cache alone.
+                    unsafe { raw_free(p as *mut u8, victim) };
+                    self.cached.fetch_sub(victim, Ordering::Relaxed);
+                }
+            }
             self.cached.fetch_add(cap, Ordering::Relaxed);
-            self.free
-                .lock()
-                .entry(cap)
-                .or_default()
-                .push(ptr.as_ptr() as usize);
+            free.entry(cap).or_default().push(ptr.as_ptr() as usize);
         } else {
             // SAFETY: the block came from raw_alloc(cap) and its storage is
             // being dropped.
@@ -516,6 +531,26 @@ mod tests {
         assert!(!dropped.load(Ordering::SeqCst));
         drop(s);
         assert!(dropped.load(Ordering::SeqCst));
+    }
+
+    #[test]
+    fn cache_is_bounded_and_makes_room_for_sizes_in_use() {
+        let pool: &'static Pool = Box::leak(Box::new(Pool::new(Rule::Page)));
+        let ctx = Context::cpu(0);
+        // 40 blocks of distinct sizes (3..81 MiB, 1.7 GiB in all), one alive
+        // at a time: the cache never holds more than its bound, the peak
+        // use or 64 MiB
+        for i in 0..40 {
+            drop(pool.alloc((3 << 20) + i * (2 << 20), ctx).unwrap());
+            let cached = pool.stats().bytes_cached;
+            assert!(cached <= pool.cache_bound() as u64 && cached <= 82 << 20, "{cached}");
+        }
+        // the size used last is cached (older sizes made room for it) and hits
+        let hits = pool.stats().hits;
+        drop(pool.alloc((3 << 20) + 39 * (2 << 20), ctx).unwrap());
+        assert_eq!(pool.stats().hits, hits + 1);
+        pool.release_all();
+        assert_eq!(pool.stats().bytes_cached, 0);
     }
 
     #[test]
