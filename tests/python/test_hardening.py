@@ -253,26 +253,19 @@ def test_read_idx_at_end_of_file_or_negative_offset_raises_clearly(tmp_path):
     r.close()
 
 
-def test_a_failed_array_raises_on_every_read():
-    # MXNet 1.9.1 raises on the first read only and then hands out whatever
-    # the memory held (zeros or garbage); oxnet raises on every read of the
-    # value, while waits and waitall still report the error once
-    a = nd.random.uniform(0, 1, shape=(2, 2))
+def test_a_failed_array_raises_once_as_in_mxnet():
+    # Issue 18 asked for an error on every read of a failed array. Measured
+    # on MXNet 1.9.1: the first read raises, later reads return what the
+    # memory held, and MXNet's own test_exc_post_fail depends on it (it
+    # reads a second view of the failed array after the first raised).
+    # oxnet keeps MXNet's semantics: reported once, to a wait or to waitall.
     x = nd.zeros((1, 2, 4, 4))
-    rois = nd.array([[3, 0, 0, 1, 1]])  # batch index 3 of 1: fails in the kernel
+    rois = nd.array([[3, 0, 0, 1, 1]] * 2)  # batch index 3 of 1: fails in the kernel
     bad = nd.ROIPooling(x, rois, pooled_size=(2, 2), spatial_scale=1.0)
-    b = bad + 1
-    for _ in range(3):
-        with pytest.raises(mx.base.MXNetError):
-            bad.asnumpy()
-        with pytest.raises(mx.base.MXNetError):
-            b.asnumpy()
-        with pytest.raises(mx.base.MXNetError):
-            b.wait_to_read()
-    nd.waitall()  # reported already: waitall is clean
-    assert a.asnumpy().shape == (2, 2)
-    # writing the array computes its value again
-    bad[:] = 3
+    first, second = bad[0], bad[1]
+    with pytest.raises(mx.base.MXNetError, match="batch_index"):
+        first.asnumpy()
+    assert second.asnumpy().shape == (2, 2, 2)  # reported already
+    nd.waitall()  # and not again by waitall
+    bad[:] = 3  # writing the array computes its value again
     assert (bad.asnumpy() == 3).all()
-    with pytest.raises(mx.base.MXNetError):
-        b.asnumpy()  # b still depends on the failed computation

@@ -201,19 +201,12 @@ pub(crate) fn execute(shared: &Shared, opr: &Opr) {
             r
         }
     };
-    match result {
-        Ok(()) => {
-            for v in &opr.writes {
-                v.clear_failure();
-            }
+    if let Err(e) = result {
+        let e: var::ErrSlot = Arc::new(Mutex::new(Some(e)));
+        for v in &opr.writes {
+            v.set_error(&e);
         }
-        Err(e) => {
-            let e: var::ErrSlot = Arc::new(Mutex::new(Some(e)));
-            for v in &opr.writes {
-                v.set_error(&e);
-            }
-            shared.record_error(&e, &opr.writes);
-        }
+        shared.record_error(&e, &opr.writes);
     }
 }
 

@@ -18,18 +18,11 @@ pub(crate) struct VarState {
     pub(crate) running_reads: usize,
     pub(crate) running_write: bool,
     pub(crate) error: Option<ErrSlot>,
-    /// The error that left this variable's value uncomputed: kept after
-    /// the error is reported (waits and waitall report it once), until an
-    /// operation writes the variable successfully, so that every read of
-    /// the value raises (never hands out the garbage left in its memory).
-    pub(crate) failed: Option<Error>,
 }
 
 pub(crate) struct VarInner {
     pub(crate) state: Mutex<VarState>,
     pub(crate) poisoned: AtomicBool,
-    /// `state.failed` is set (checked without the lock on the hot path).
-    pub(crate) failed: AtomicBool,
 }
 
 #[derive(Clone)]
@@ -49,10 +42,8 @@ impl Var {
                 running_reads: 0,
                 running_write: false,
                 error: None,
-                failed: None,
             }),
             poisoned: AtomicBool::new(false),
-            failed: AtomicBool::new(false),
         }))
     }
 
@@ -85,30 +76,7 @@ impl Var {
         if s.error.as_ref().is_none_or(|old| old.lock().is_none()) {
             s.error = Some(e.clone());
         }
-        if let Some(err) = e.lock().clone() {
-            s.failed = Some(err);
-            self.0.failed.store(true, Ordering::Release);
-        }
         self.0.poisoned.store(true, Ordering::Release);
-    }
-
-    /// The error that left the value uncomputed, even once reported (see
-    /// `VarState::failed`).
-    pub fn failure(&self) -> Option<Error> {
-        if !self.0.failed.load(Ordering::Acquire) {
-            return None;
-        }
-        self.0.state.lock().failed.clone()
-    }
-
-    /// A successful write computed the value: forget an earlier failure.
-    #[inline]
-    pub(crate) fn clear_failure(&self) {
-        if self.0.failed.load(Ordering::Acquire) {
-            let mut s = self.0.state.lock();
-            s.failed = None;
-            self.0.failed.store(false, Ordering::Release);
-        }
     }
 
     /// Remove and return the error poisoning this variable (which clears
