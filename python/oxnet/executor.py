@@ -176,11 +176,14 @@ class Executor:
             hg = [out_grads.get(k) for k in self._symbol.list_outputs()]
         else:
             hg = list(out_grads)
-        if len(hg) != n:
+        if len(hg) < n:
             raise ValueError("backward: %d out_grads for %d outputs" % (len(hg), n))
-        for g in hg:
+        hg = hg[:n]  # MXNet ignores extra ones
+        for i, g in enumerate(hg):
             if g is not None and not isinstance(g, NDArray):
                 raise TypeError("backward: out_grads must be NDArrays, got %s" % type(g).__name__)
+            if g is not None and g.dtype != self.outputs[i].dtype:
+                hg[i] = g.astype(self.outputs[i].dtype)  # MXNet copies with a cast
         if all(r == "null" for r in self._grad_req.values()):
             return
         self._h.backward(hg)

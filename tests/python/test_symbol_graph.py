@@ -518,3 +518,27 @@ def test_debug_str_reports_allocated_memory():
     small = y.simple_bind(mx.cpu(), data=(4, 3, 128, 128), grad_req="null")
     mb = lambda e: int(re.search(r"Total (\d+) MB allocated", e.debug_str()).group(1))
     assert mb(big) > mb(small) >= 0
+
+
+def test_mxnet_conventions_found_by_its_suite():
+    # get_children lists a multi-output node's inputs once
+    sl = mx.sym.SliceChannel(mx.sym.var("data"), num_outputs=3)
+    assert sl.get_children().list_outputs() == ["data"]
+    # attributes are written sorted, and lr_mult as __lr_mult__ only (MXNet refuses a plain one)
+    fc = mx.sym.FullyConnected(mx.sym.var("x"), num_hidden=2, lr_mult=0, name="fc")
+    js = json.loads(fc.tojson())
+    node = [n for n in js["nodes"] if n["name"] == "fc"][0]
+    assert list(node["attrs"]) == sorted(node["attrs"]) and "lr_mult" not in node["attrs"]
+    assert node["attrs"]["__lr_mult__"] == "0"
+    assert pickle.loads(pickle.dumps(fc)).tojson() == fc.tojson()
+    # simple_bind ignores keyword arguments that are not shapes
+    y = mx.sym.var("a") * 2
+    ex = y.simple_bind(mx.cpu(), a=(2,), force_rebind=True, type_dict={"a": "float64"})
+    ex.forward(is_train=True, a=np.array([1.0, 2.0]))
+    # out_grads of another dtype are cast; extra ones are ignored
+    ex.backward([mx.nd.ones((2,)), mx.nd.ones((3,))])
+    assert ex.grad_dict["a"].asnumpy().tolist() == [2.0, 2.0]
+    # add_n into its own first input
+    a = mx.nd.ones((2, 2))
+    mx.nd.add_n(a, mx.nd.ones((2, 2)), out=a)
+    assert a.asnumpy().tolist() == [[2.0, 2.0], [2.0, 2.0]]

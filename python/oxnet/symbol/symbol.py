@@ -450,8 +450,10 @@ class Symbol:
         states, and binds. Returns an :class:`~oxnet.executor.Executor`."""
         from ..executor import simple_bind
 
+        # as MXNet, keyword arguments that are not shapes are ignored
+        shapes = {k: v for k, v in kwargs.items() if isinstance(v, (tuple, list))}
         return simple_bind(self, ctx, grad_req, type_dict, group2ctx, shared_arg_names, shared_exec,
-                           shared_buffer, kwargs)
+                           shared_buffer, shapes)
 
     def bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None, group2ctx=None,
              shared_exec=None):

@@ -46,7 +46,17 @@ pub fn to_json(sym: &Symbol) -> String {
             Some(c) => c.attrs.0.clone(),
             None => Vec::new(),
         };
-        pairs.extend(n.attrs.read().iter().map(|(k, v)| (k.clone(), v.clone())));
+        let user = n.attrs.read();
+        // MXNet's files carry `__lr_mult__`, never the plain spelling (MXNet
+        // refuses to load an operator node with a plain `lr_mult`)
+        pairs.extend(
+            user.iter()
+                .filter(|(k, _)| !(super::PLAIN_USER_ATTRS.contains(&k.as_str()) && user.contains_key(&format!("__{k}__"))))
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
+        drop(user);
+        // sorted, as MXNet writes them (a loaded graph writes the same text)
+        pairs.sort();
         write_attrs(&mut out, &pairs);
         let ins: Vec<String> = g.inputs[i]
             .iter()

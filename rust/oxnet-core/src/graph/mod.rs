@@ -158,7 +158,11 @@ pub fn split_attrs(all: &[(String, String)]) -> (Attrs, BTreeMap<String, String>
     let mut params = Attrs::new();
     let mut user = BTreeMap::new();
     for (k, v) in all {
-        if is_user_attr(k) {
+        if PLAIN_USER_ATTRS.contains(&k.as_str()) {
+            // MXNet keeps both spellings (`lr_mult` and `__lr_mult__`)
+            user.entry(format!("__{k}__")).or_insert_with(|| v.clone());
+            user.insert(k.clone(), v.clone());
+        } else if is_user_attr(k) {
             user.insert(k.clone(), v.clone());
         } else {
             params.0.push((k.clone(), v.clone()));
@@ -296,9 +300,13 @@ impl Symbol {
     /// The inputs of the head node (MXNet's `get_children`), or None for a
     /// variable.
     pub fn children(&self) -> Option<Symbol> {
+        // each head node once (a multi-output node's inputs are listed once)
         let mut outputs = Vec::new();
+        let mut seen = HashSet::new();
         for e in &self.outputs {
-            outputs.extend(e.node.inputs.iter().cloned());
+            if seen.insert(Arc::as_ptr(&e.node) as usize) {
+                outputs.extend(e.node.inputs.iter().cloned());
+            }
         }
         if outputs.is_empty() {
             None

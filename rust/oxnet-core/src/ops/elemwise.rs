@@ -1939,8 +1939,12 @@ fn add_n_kernel(_: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()>
         let ov = out.data_mut::<T>();
         match out.dtype {
             DType::F32 => {
+                // out= may be the first input itself (copying it onto itself
+                // would break copy_from_slice's no-overlap precondition)
+                if out.raw_ptr() != i[0].raw_ptr() {
+                    out.data_mut::<f32>().copy_from_slice(i[0].data::<f32>());
+                }
                 let ov = out.data_mut::<f32>();
-                ov.copy_from_slice(i[0].data::<f32>());
                 for x in &i[1..] {
                     for (a, b) in ov.iter_mut().zip(x.data::<f32>()) {
                         *a += *b;
