@@ -7,9 +7,25 @@ import threading
 __all__ = ["AttrScope", "current"]
 
 
-class AttrScope:
+class _CurrentMeta(type):
+    """``AttrScope.current``: the calling thread's scope, readable and
+    assignable on the class (MXNet 1.x's class property)."""
+
+    @property
+    def current(cls):
+        if not hasattr(AttrScope._current, "value"):
+            AttrScope._current.value = AttrScope()
+        return AttrScope._current.value
+
+    @current.setter
+    def current(cls, value):
+        AttrScope._current.value = value
+
+
+class AttrScope(metaclass=_CurrentMeta):
     """Holds attributes (string values) for the symbols created in its scope.
-    Nested scopes merge, the inner one winning."""
+    Nested scopes merge, the inner one winning. The current one
+    (thread-local) is ``AttrScope.current``."""
 
     _current = threading.local()
 

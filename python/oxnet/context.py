@@ -9,14 +9,28 @@ _DEVTYPE2ID = {"cpu": 1, "gpu": 2, "cpu_pinned": 3, "cpu_shared": 5}
 _ID2DEVTYPE = {v: k for k, v in _DEVTYPE2ID.items()}
 
 
-class Context:
+class _DefaultCtxMeta(type):
+    """``Context.default_ctx``: the calling thread's default context,
+    readable and assignable on the class (MXNet 1.x's class property)."""
+
+    @property
+    def default_ctx(cls):
+        return current_context()
+
+    @default_ctx.setter
+    def default_ctx(cls, value):
+        Context._default_ctx.value = value
+
+
+class Context(metaclass=_DefaultCtxMeta):
     """A device and its id, e.g. ``Context('cpu', 0)``.
 
     Use as a context manager to change the default context of array creation
     within a ``with`` block.
     """
 
-    _state = threading.local()
+    # the calling thread's default context is `_default_ctx.value` (the name MXNet uses)
+    _default_ctx = threading.local()
     devtype2str = _ID2DEVTYPE
     devstr2type = _DEVTYPE2ID
 
@@ -55,11 +69,11 @@ class Context:
 
     def __enter__(self):
         self._old_ctx = current_context()
-        Context._state.default = self
+        Context._default_ctx.value = self
         return self
 
     def __exit__(self, *exc):
-        Context._state.default = self._old_ctx
+        Context._default_ctx.value = self._old_ctx
 
     def empty_cache(self):
         """Release cached memory of this device's pool back to the system."""
@@ -96,5 +110,5 @@ def gpu_memory_info(device_id=0):
 
 def current_context() -> Context:
     """The default context for new arrays (``cpu(0)`` unless changed by ``with``)."""
-    ctx = getattr(Context._state, "default", None)
+    ctx = getattr(Context._default_ctx, "value", None)
     return ctx if ctx is not None else Context("cpu", 0)

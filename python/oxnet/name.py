@@ -11,10 +11,26 @@ import threading
 __all__ = ["NameManager", "Prefix", "current"]
 
 
-class NameManager:
+class _CurrentMeta(type):
+    """``NameManager.current``: the calling thread's manager, readable and
+    assignable on the class (MXNet 1.x's class property)."""
+
+    @property
+    def current(cls):
+        if not hasattr(NameManager._current, "value"):
+            NameManager._current.value = NameManager()
+        return NameManager._current.value
+
+    @current.setter
+    def current(cls, value):
+        NameManager._current.value = value
+
+
+class NameManager(metaclass=_CurrentMeta):
     """Gives automatic names: ``get(name, hint)`` returns ``name`` when it is
     given, else ``hint`` followed by how many times the hint was used before.
-    Use as a context manager to make it the current manager."""
+    Use as a context manager to make it the current manager; the current one
+    (thread-local) is ``NameManager.current``."""
 
     _current = threading.local()
 

@@ -13,6 +13,8 @@ import functools
 import inspect
 import os
 
+import threading
+
 from .base import MXNetError, NotBuiltError
 
 __all__ = [
@@ -78,6 +80,17 @@ class _NpModeScope:
 
     def __exit__(self, *exc):
         return False
+
+
+class _NumpyArrayScope(_NpModeScope):
+    """MXNet's thread-local NumPy-array scope: ``_NumpyArrayScope(False)`` is the legacy
+    semantics oxnet has; ``_NumpyArrayScope(True)`` raises NotBuiltError."""
+
+    _current = threading.local()
+
+    def __init__(self, is_np_array):
+        super().__init__("_NumpyArrayScope(True)", is_np_array)
+        self._is_np_array = False
 
 
 def np_shape(active=True):

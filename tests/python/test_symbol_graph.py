@@ -542,3 +542,21 @@ def test_mxnet_conventions_found_by_its_suite():
     a = mx.nd.ones((2, 2))
     mx.nd.add_n(a, mx.nd.ones((2, 2)), out=a)
     assert a.asnumpy().tolist() == [[2.0, 2.0], [2.0, 2.0]]
+
+
+def test_current_scopes_are_thread_local_class_properties():
+    seen = {}
+
+    def worker():
+        mx.AttrScope.current = mx.AttrScope(x="thread")
+        mx.name.NameManager.current = mx.name.NameManager()
+        mx.Context.default_ctx = mx.cpu(3)
+        seen["attr"] = mx.sym.var("v").attr("x")
+        seen["ctx"] = mx.context.current_context()
+
+    old = mx.AttrScope.current
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    assert seen == {"attr": "thread", "ctx": mx.cpu(3)}
+    assert mx.AttrScope.current is old and mx.Context.default_ctx == mx.cpu(0)
