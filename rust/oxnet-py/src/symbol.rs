@@ -25,9 +25,21 @@ type Inferred<T> = (Vec<Option<T>>, Vec<Option<T>>, Vec<Option<T>>);
 
 /// Per (args, outputs, aux) the inferred values of a graph's entries.
 fn split_inferred<T: Clone>(g: &IndexedGraph, v: &[Option<T>]) -> Inferred<T> {
-    let args = g.arg_nodes().iter().map(|&n| v[g.entry(n, 0)].clone()).collect();
-    let aux = g.aux_nodes().iter().map(|&n| v[g.entry(n, 0)].clone()).collect();
-    let outs = g.heads.iter().map(|&(n, k)| v[g.entry(n, k)].clone()).collect();
+    let args = g
+        .arg_nodes()
+        .iter()
+        .map(|&n| v[g.entry(n, 0)].clone())
+        .collect();
+    let aux = g
+        .aux_nodes()
+        .iter()
+        .map(|&n| v[g.entry(n, 0)].clone())
+        .collect();
+    let outs = g
+        .heads
+        .iter()
+        .map(|&(n, k)| v[g.entry(n, k)].clone())
+        .collect();
     (args, outs, aux)
 }
 
@@ -40,7 +52,11 @@ fn given<T: Clone>(g: &IndexedGraph, known: &HashMap<String, T>) -> PyResult<Vec
             .copied()
             .find(|&n| &g.nodes[n].name == name)
             .ok_or_else(|| {
-                let names: Vec<&str> = g.input_nodes.iter().map(|&n| g.nodes[n].name.as_str()).collect();
+                let names: Vec<&str> = g
+                    .input_nodes
+                    .iter()
+                    .map(|&n| g.nodes[n].name.as_str())
+                    .collect();
                 oxnet_core::Error::Param(format!(
                     "'{name}' is not an input of the symbol (its inputs: {})",
                     names.join(", ")
@@ -69,8 +85,13 @@ impl SymbolHandle {
         name: &str,
     ) -> PyResult<Self> {
         let (params, user) = split_attrs(&attrs);
-        let ins = inputs.into_iter().map(|s| s.map(|s| s.inner.clone())).collect();
-        Symbol::create(op, params, user, ins, name).py_err().map(handle)
+        let ins = inputs
+            .into_iter()
+            .map(|s| s.map(|s| s.inner.clone()))
+            .collect();
+        Symbol::create(op, params, user, ins, name)
+            .py_err()
+            .map(handle)
     }
 
     /// The input names an operator takes with these parameters.
@@ -84,9 +105,15 @@ impl SymbolHandle {
 
     /// A subgraph node (`_CachedOp`) running `inner` over `inputs`.
     #[staticmethod]
-    fn subgraph(inner: &SymbolHandle, inputs: Vec<PyRef<'_, SymbolHandle>>, name: &str) -> PyResult<Self> {
+    fn subgraph(
+        inner: &SymbolHandle,
+        inputs: Vec<PyRef<'_, SymbolHandle>>,
+        name: &str,
+    ) -> PyResult<Self> {
         let ins = inputs.iter().map(|s| s.inner.clone()).collect();
-        Symbol::subgraph(inner.inner.clone(), ins, name).py_err().map(handle)
+        Symbol::subgraph(inner.inner.clone(), ins, name)
+            .py_err()
+            .map(handle)
     }
 
     /// The graph with every subgraph node replaced by its inner graph.
@@ -135,17 +162,26 @@ impl SymbolHandle {
 
     fn list_arguments(&self) -> Vec<String> {
         let g = self.inner.indexed();
-        g.arg_nodes().iter().map(|&n| g.nodes[n].name.clone()).collect()
+        g.arg_nodes()
+            .iter()
+            .map(|&n| g.nodes[n].name.clone())
+            .collect()
     }
 
     fn list_auxiliary_states(&self) -> Vec<String> {
         let g = self.inner.indexed();
-        g.aux_nodes().iter().map(|&n| g.nodes[n].name.clone()).collect()
+        g.aux_nodes()
+            .iter()
+            .map(|&n| g.nodes[n].name.clone())
+            .collect()
     }
 
     fn list_inputs(&self) -> Vec<String> {
         let g = self.inner.indexed();
-        g.input_nodes.iter().map(|&n| g.nodes[n].name.clone()).collect()
+        g.input_nodes
+            .iter()
+            .map(|&n| g.nodes[n].name.clone())
+            .collect()
     }
 
     fn get_output(&self, i: usize) -> PyResult<Self> {
@@ -161,7 +197,12 @@ impl SymbolHandle {
     /// Per node of the graph (in `tojson` order), how many outputs a user
     /// sees (what `get_internals` lists for it).
     fn visible_output_counts(&self) -> Vec<usize> {
-        self.inner.indexed().nodes.iter().map(|n| n.num_visible()).collect()
+        self.inner
+            .indexed()
+            .nodes
+            .iter()
+            .map(|n| n.num_visible())
+            .collect()
     }
 
     fn get_internals(&self) -> Self {
@@ -221,7 +262,10 @@ impl SymbolHandle {
     }
 
     fn compose(&self, subs: HashMap<String, PyRef<'_, SymbolHandle>>) -> PyResult<Self> {
-        let s: HashMap<String, Symbol> = subs.into_iter().map(|(k, v)| (k, v.inner.clone())).collect();
+        let s: HashMap<String, Symbol> = subs
+            .into_iter()
+            .map(|(k, v)| (k, v.inner.clone()))
+            .collect();
         self.inner.compose(&s).py_err().map(handle)
     }
 
@@ -240,7 +284,8 @@ impl SymbolHandle {
             k.insert(n, DType::from_name(&t).py_err()?);
         }
         let v = infer::infer_types(&g, &given(&g, &k)?).py_err()?;
-        let names: Vec<Option<String>> = v.iter().map(|t| t.map(|t| t.name().to_string())).collect();
+        let names: Vec<Option<String>> =
+            v.iter().map(|t| t.map(|t| t.name().to_string())).collect();
         Ok(split_inferred(&g, &names))
     }
 }
@@ -278,11 +323,23 @@ impl GraphExecutor {
             .map(|r| GradReq::parse(r))
             .collect::<Result<Vec<_>, _>>()
             .py_err()?;
-        let grads: Vec<Option<oxnet_core::NDArray>> = grads.iter().map(|g| g.as_ref().map(|g| g.inner.clone())).collect();
-        let shapes = |v: &[oxnet_core::NDArray]| v.iter().map(|a| a.shape.clone()).collect::<Vec<Shape>>();
+        let grads: Vec<Option<oxnet_core::NDArray>> = grads
+            .iter()
+            .map(|g| g.as_ref().map(|g| g.inner.clone()))
+            .collect();
+        let shapes =
+            |v: &[oxnet_core::NDArray]| v.iter().map(|a| a.shape.clone()).collect::<Vec<Shape>>();
         let types = |v: &[oxnet_core::NDArray]| v.iter().map(|a| a.dtype()).collect::<Vec<DType>>();
-        let plan = Plan::new(&sym.inner, ctx, &shapes(&args), &types(&args), &shapes(&aux), &types(&aux), &reqs)
-            .py_err()?;
+        let plan = Plan::new(
+            &sym.inner,
+            ctx,
+            &shapes(&args),
+            &types(&args),
+            &shapes(&aux),
+            &types(&aux),
+            &reqs,
+        )
+        .py_err()?;
         let mut state = plan.new_state(&args, &aux).py_err()?;
         plan.bind_grads_in_place(&mut state, &grads);
         Ok(GraphExecutor {
@@ -295,25 +352,39 @@ impl GraphExecutor {
     fn forward(&self, py: Python<'_>, is_train: bool) -> PyResult<Vec<Py<NDArray>>> {
         let st = self.state.lock();
         self.plan.forward(&st, is_train).py_err()?;
-        self.plan.head_outputs(&st).into_iter().map(|a| wrap(py, a)).collect()
+        self.plan
+            .head_outputs(&st)
+            .into_iter()
+            .map(|a| wrap(py, a))
+            .collect()
     }
 
     #[pyo3(signature = (head_grads))]
     fn backward(&self, head_grads: Vec<Option<PyRef<'_, NDArray>>>) -> PyResult<()> {
-        let hg: Vec<Option<oxnet_core::NDArray>> = head_grads.iter().map(|g| g.as_ref().map(|g| g.inner.clone())).collect();
+        let hg: Vec<Option<oxnet_core::NDArray>> = head_grads
+            .iter()
+            .map(|g| g.as_ref().map(|g| g.inner.clone()))
+            .collect();
         let mut st = self.state.lock();
         self.plan.backward(&mut st, &hg, &self.grads).py_err()
     }
 
     fn outputs(&self, py: Python<'_>) -> PyResult<Vec<Py<NDArray>>> {
         let st = self.state.lock();
-        self.plan.head_outputs(&st).into_iter().map(|a| wrap(py, a)).collect()
+        self.plan
+            .head_outputs(&st)
+            .into_iter()
+            .map(|a| wrap(py, a))
+            .collect()
     }
 
     /// (bytes of the planned shared blocks, bytes the same entries would
     /// take each on its own).
     fn memory_bytes(&self) -> (usize, usize) {
-        (self.plan.memory.planned_bytes, self.plan.memory.unplanned_bytes)
+        (
+            self.plan.memory.planned_bytes,
+            self.plan.memory.unplanned_bytes,
+        )
     }
 
     /// Bytes of the arrays the executor owns: its outputs and gradient
@@ -352,7 +423,11 @@ impl CachedOpHandle {
         self.inner.num_inputs()
     }
 
-    fn __call__(&self, py: Python<'_>, inputs: Vec<PyRef<'_, NDArray>>) -> PyResult<Vec<Py<NDArray>>> {
+    fn __call__(
+        &self,
+        py: Python<'_>,
+        inputs: Vec<PyRef<'_, NDArray>>,
+    ) -> PyResult<Vec<Py<NDArray>>> {
         let ins = cores(&inputs);
         drop(inputs);
         let outs = self.inner.call(&ins).py_err()?;

@@ -61,9 +61,18 @@ impl CachedOp {
         self.slots.len()
     }
 
-    fn plan(&self, args: &[NDArray], aux: &[NDArray], ctx: Context, grad: bool) -> Result<Arc<Plan>> {
+    fn plan(
+        &self,
+        args: &[NDArray],
+        aux: &[NDArray],
+        ctx: Context,
+        grad: bool,
+    ) -> Result<Arc<Plan>> {
         let key: Key = (
-            args.iter().chain(aux).map(|a| (a.shape.clone(), a.dtype())).collect(),
+            args.iter()
+                .chain(aux)
+                .map(|a| (a.shape.clone(), a.dtype()))
+                .collect(),
             ctx,
             grad,
         );

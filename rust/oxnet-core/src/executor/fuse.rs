@@ -17,7 +17,9 @@ pub struct Fusion {
 }
 
 pub fn enabled() -> bool {
-    std::env::var("MXNET_USE_FUSION").map(|v| v != "0").unwrap_or(true)
+    std::env::var("MXNET_USE_FUSION")
+        .map(|v| v != "0")
+        .unwrap_or(true)
 }
 
 fn fusable(g: &IndexedGraph, i: usize, shapes: &[Shape], dtypes: &[DType]) -> bool {
@@ -60,7 +62,11 @@ pub fn fuse(g: &IndexedGraph, fwd_nodes: &[usize], shapes: &[Shape], dtypes: &[D
         while let Some(i) = stack.pop() {
             for &(s, k) in &g.inputs[i] {
                 let e = g.entry(s, k);
-                if readers[e] == 1 && !taken.contains(&s) && !members.contains(&s) && fusable(g, s, shapes, dtypes) {
+                if readers[e] == 1
+                    && !taken.contains(&s)
+                    && !members.contains(&s)
+                    && fusable(g, s, shapes, dtypes)
+                {
                     members.push(s);
                     stack.push(s);
                 }
@@ -72,7 +78,9 @@ pub fn fuse(g: &IndexedGraph, fwd_nodes: &[usize], shapes: &[Shape], dtypes: &[D
         }
         members.sort_by_key(|m| pos[m]);
         let (call, inputs) = program(g, &members);
-        fusion.removed.extend(members.iter().copied().filter(|&m| m != root));
+        fusion
+            .removed
+            .extend(members.iter().copied().filter(|&m| m != root));
         fusion.roots.insert(root, (Arc::new(call), inputs));
     }
     fusion
@@ -93,7 +101,10 @@ fn program(g: &IndexedGraph, members: &[usize]) -> (OpCall, Vec<(usize, usize)>)
     let reg = |(s, k): (usize, usize)| -> usize {
         match members.iter().position(|&m| m == s) {
             Some(p) => n_in + p,
-            None => inputs.iter().position(|&x| x == (s, k)).expect("an input of the group"),
+            None => inputs
+                .iter()
+                .position(|&x| x == (s, k))
+                .expect("an input of the group"),
         }
     };
     let mut steps = Vec::with_capacity(members.len());

@@ -123,10 +123,21 @@ impl Plan {
         let sym = &flat;
         let fg = sym.indexed();
         // arguments keep the bound symbol's order (names are unique)
-        let by_name: HashMap<&str, usize> =
-            fg.input_nodes.iter().map(|&n| (fg.nodes[n].name.as_str(), n)).collect();
-        let args: Vec<usize> = og.arg_nodes().iter().map(|&n| by_name[og.nodes[n].name.as_str()]).collect();
-        let auxs: Vec<usize> = og.aux_nodes().iter().map(|&n| by_name[og.nodes[n].name.as_str()]).collect();
+        let by_name: HashMap<&str, usize> = fg
+            .input_nodes
+            .iter()
+            .map(|&n| (fg.nodes[n].name.as_str(), n))
+            .collect();
+        let args: Vec<usize> = og
+            .arg_nodes()
+            .iter()
+            .map(|&n| by_name[og.nodes[n].name.as_str()])
+            .collect();
+        let auxs: Vec<usize> = og
+            .aux_nodes()
+            .iter()
+            .map(|&n| by_name[og.nodes[n].name.as_str()])
+            .collect();
         check_len("arguments", args.len(), arg_shapes.len(), &fg, &args)?;
         check_len("auxiliary states", auxs.len(), aux_shapes.len(), &fg, &auxs)?;
         if grad_req.len() != args.len() {
@@ -149,7 +160,8 @@ impl Plan {
                 .iter()
                 .enumerate()
                 .map(|(i, e)| {
-                    let node = Node::variable(&format!("{}_head_grad{i}", e.node.name), BTreeMap::new());
+                    let node =
+                        Node::variable(&format!("{}_head_grad{i}", e.node.name), BTreeMap::new());
                     head_grad_nodes.push(node.clone());
                     NodeEntry { node, index: 0 }
                 })
@@ -284,9 +296,12 @@ impl Plan {
         for (&j, role) in &self.roles {
             let e = g.entry(j, 0);
             match *role {
-                Role::Arg(i) => entries[e] = Some(self.checked(&args[i], e, "argument", &self.arg_names[i])?),
+                Role::Arg(i) => {
+                    entries[e] = Some(self.checked(&args[i], e, "argument", &self.arg_names[i])?)
+                }
                 Role::Aux(i) => {
-                    entries[e] = Some(self.checked(&aux[i], e, "auxiliary state", &self.aux_names[i])?)
+                    entries[e] =
+                        Some(self.checked(&aux[i], e, "auxiliary state", &self.aux_names[i])?)
                 }
                 Role::HeadGrad(_) => {}
             }
@@ -400,7 +415,10 @@ impl Plan {
                         let a = NDArray::empty(&self.shapes[e], self.dtypes[e], self.ctx)?;
                         registry::call_into(
                             "_ones",
-                            &[("shape", &fmt_shape(&self.shapes[e])), ("dtype", self.dtypes[e].name())],
+                            &[
+                                ("shape", &fmt_shape(&self.shapes[e])),
+                                ("dtype", self.dtypes[e].name()),
+                            ],
                             &[],
                             std::slice::from_ref(&a),
                         )?;
@@ -427,13 +445,20 @@ impl Plan {
     /// Delivers each argument's gradient to `grads[i]` by its request.
     pub fn deliver_grads(&self, st: &State, grads: &[Option<NDArray>]) -> Result<()> {
         for (i, out) in self.grad_out.iter().enumerate() {
-            let Some(dst) = grads.get(i).cloned().flatten() else { continue };
+            let Some(dst) = grads.get(i).cloned().flatten() else {
+                continue;
+            };
             let mut dst = dst;
             dst.ag = None;
             match (out, self.grad_req[i]) {
                 (GradOut::Null, _) | (_, GradReq::Null) => {}
                 (GradOut::Zero, GradReq::Write) => {
-                    registry::call_into("zeros_like", &[], std::slice::from_ref(&dst), std::slice::from_ref(&dst))?;
+                    registry::call_into(
+                        "zeros_like",
+                        &[],
+                        std::slice::from_ref(&dst),
+                        std::slice::from_ref(&dst),
+                    )?;
                 }
                 (GradOut::Zero, _) => {}
                 (GradOut::Entry(e), req) => {
@@ -447,7 +472,12 @@ impl Plan {
                         )));
                     }
                     if req == GradReq::Add {
-                        registry::call_into("elemwise_add", &[], &[dst.clone(), src], std::slice::from_ref(&dst))?;
+                        registry::call_into(
+                            "elemwise_add",
+                            &[],
+                            &[dst.clone(), src],
+                            std::slice::from_ref(&dst),
+                        )?;
                     } else if !src.same_chunk(&dst) {
                         registry::call_into("_copy", &[], &[src], std::slice::from_ref(&dst))?;
                     }

@@ -104,7 +104,12 @@ impl MemoryPlan {
 
 /// Best fit among the free blocks of the dtype; else the largest free one
 /// grows; else a new block.
-fn take_slot(free: &mut Vec<usize>, slots: &mut Vec<(usize, DType)>, elems: usize, t: DType) -> usize {
+fn take_slot(
+    free: &mut Vec<usize>,
+    slots: &mut Vec<(usize, DType)>,
+    elems: usize,
+    t: DType,
+) -> usize {
     let mut best: Option<usize> = None;
     let mut largest: Option<usize> = None;
     for (pos, &s) in free.iter().enumerate() {

@@ -84,7 +84,9 @@ pub fn eliminate(sym: &Symbol) -> Result<Symbol> {
     let mut outputs: Vec<NodeEntry> = Vec::with_capacity(g.heads.len());
     for &(s, k) in &g.heads {
         let e = NodeEntry {
-            node: new_nodes[canon[s]].clone().expect("every canonical node is built"),
+            node: new_nodes[canon[s]]
+                .clone()
+                .expect("every canonical node is built"),
             index: k,
         };
         if outputs.iter().any(|o| o.key() == e.key()) {

@@ -23,9 +23,19 @@ impl GraphBuilder<'_> {
         self.vals.push(e);
         self.vals.len() - 1
     }
-    fn node(&mut self, name: &str, attrs: &[(&str, String)], inputs: Vec<NodeEntry>) -> Result<Arc<Node>> {
+    fn node(
+        &mut self,
+        name: &str,
+        attrs: &[(&str, String)],
+        inputs: Vec<NodeEntry>,
+    ) -> Result<Arc<Node>> {
         let def = registry::lookup(name)?;
-        let attrs = Attrs(attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect());
+        let attrs = Attrs(
+            attrs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+        );
         let call = Arc::new(registry::parse_call(def, attrs)?);
         let nm = if self.count == 0 {
             format!("{}_backward", self.prefix)

@@ -10,7 +10,10 @@ use crate::error::{Error, Result};
 /// Parses a `__shape__` attribute: "(2, 3)"; a 0 or -1 dimension means
 /// "unknown" in MXNet 1.x, which makes the whole shape unknown here.
 pub fn parse_shape_attr(s: &str) -> Option<Shape> {
-    let t = s.trim().trim_start_matches(['(', '[']).trim_end_matches([')', ']']);
+    let t = s
+        .trim()
+        .trim_start_matches(['(', '['])
+        .trim_end_matches([')', ']']);
     let mut out = Vec::new();
     for p in t.split(',') {
         let p = p.trim().trim_end_matches('L');
@@ -79,9 +82,8 @@ fn infer_entries<T: Slot>(
                 .map(|&(s, k)| known[g.entry(s, k)].clone())
                 .collect();
             let n_out = node.num_outputs();
-            let mut outs: Vec<Option<T>> = (0..n_out)
-                .map(|k| known[g.entry(i, k)].clone())
-                .collect();
+            let mut outs: Vec<Option<T>> =
+                (0..n_out).map(|k| known[g.entry(i, k)].clone()).collect();
             let before_in = ins.clone();
             f(i, &mut ins, &mut outs).map_err(|e| in_node(g, i, e))?;
             for (k, v) in ins.into_iter().enumerate() {
@@ -90,7 +92,9 @@ fn infer_entries<T: Slot>(
                 if let (Some(new), true) = (v, before_in[k].is_some() || known[e].is_none()) {
                     let merged = match &known[e] {
                         None => new,
-                        Some(old) => combine(old, &new).ok_or_else(|| conflict(g, i, what, k, old, &new))?,
+                        Some(old) => {
+                            combine(old, &new).ok_or_else(|| conflict(g, i, what, k, old, &new))?
+                        }
                     };
                     if known[e].as_ref() != Some(&merged) {
                         known[e] = Some(merged);
@@ -103,7 +107,9 @@ fn infer_entries<T: Slot>(
                 let Some(new) = v else { continue };
                 let merged = match &known[e] {
                     None => new,
-                    Some(old) => combine(old, &new).ok_or_else(|| out_conflict(g, i, what, k, old, &new))?,
+                    Some(old) => {
+                        combine(old, &new).ok_or_else(|| out_conflict(g, i, what, k, old, &new))?
+                    }
                 };
                 if known[e].as_ref() != Some(&merged) {
                     known[e] = Some(merged);
@@ -150,7 +156,14 @@ fn conflict<T: Slot>(g: &IndexedGraph, i: usize, what: &str, k: usize, old: &T, 
     }
 }
 
-fn out_conflict<T: Slot>(g: &IndexedGraph, i: usize, what: &str, k: usize, old: &T, new: &T) -> Error {
+fn out_conflict<T: Slot>(
+    g: &IndexedGraph,
+    i: usize,
+    what: &str,
+    k: usize,
+    old: &T,
+    new: &T,
+) -> Error {
     let node = &g.nodes[i];
     let msg = format!(
         "{}(name={}): output {k} has {what} {} by its own inference, but {} from the operators that read it",
@@ -195,7 +208,11 @@ pub fn infer_shapes(
     for (v, s) in given {
         known[g.entry(*v, 0)] = Some(s.clone());
     }
-    let combine: fn(&Shape, &Shape) -> Option<Shape> = if partial { super::partial::merge } else { exact };
+    let combine: fn(&Shape, &Shape) -> Option<Shape> = if partial {
+        super::partial::merge
+    } else {
+        exact
+    };
     infer_entries(g, known, "shape", combine, |i, ins, outs| {
         let call = g.nodes[i].op.as_ref().expect("operator node");
         if deferred_shape(call) {
@@ -214,7 +231,11 @@ pub fn infer_shapes(
             }
         }
         (call.def.infer_shape)(call, ins, outs)?;
-        for (x, k) in ins.iter_mut().zip(keep_in).chain(outs.iter_mut().zip(keep_out)) {
+        for (x, k) in ins
+            .iter_mut()
+            .zip(keep_in)
+            .chain(outs.iter_mut().zip(keep_out))
+        {
             if x.is_none() {
                 *x = k;
             }
@@ -225,7 +246,10 @@ pub fn infer_shapes(
 
 /// A `__shape__` attribute with 0 (or -1) for unknown dimensions.
 fn parse_partial_attr(s: &str) -> Option<Shape> {
-    let t = s.trim().trim_start_matches(['(', '[']).trim_end_matches([')', ']']);
+    let t = s
+        .trim()
+        .trim_start_matches(['(', '['])
+        .trim_end_matches([')', ']']);
     let mut out = Vec::new();
     for p in t.split(',') {
         let p = p.trim().trim_end_matches('L');
@@ -248,7 +272,10 @@ pub fn deferred_shape(call: &crate::ops::registry::OpCall) -> bool {
             .attrs
             .raw("shape")
             .map(|s| {
-                let t = s.trim().trim_start_matches(['(', '[']).trim_end_matches([')', ']']);
+                let t = s
+                    .trim()
+                    .trim_start_matches(['(', '['])
+                    .trim_end_matches([')', ']']);
                 t.split(',').any(|p| p.trim() == "0")
             })
             .unwrap_or(false)
@@ -258,7 +285,10 @@ pub fn deferred_shape(call: &crate::ops::registry::OpCall) -> bool {
 pub fn infer_types(g: &IndexedGraph, given: &[(usize, DType)]) -> Result<Vec<Option<DType>>> {
     let mut known: Vec<Option<DType>> = vec![None; g.num_entries()];
     for &v in &g.input_nodes {
-        if let Some(t) = g.nodes[v].attr("__dtype__").and_then(|s| parse_dtype_attr(&s)) {
+        if let Some(t) = g.nodes[v]
+            .attr("__dtype__")
+            .and_then(|s| parse_dtype_attr(&s))
+        {
             known[g.entry(v, 0)] = Some(t);
         }
     }

@@ -4,10 +4,9 @@
 //! MXNet still loads (`param` / `attr` keys, `backward_source_id`).
 use super::{split_attrs, IndexedGraph, Node, NodeEntry, Symbol};
 use crate::error::{Error, Result};
-use crate::ops::registry;
+use crate::ops::registry::{self, OpCall};
 use parking_lot::RwLock;
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::Arc;
 
@@ -41,7 +40,12 @@ pub fn to_json(sym: &Symbol) -> String {
     for (i, n) in g.nodes.iter().enumerate() {
         let sep = if i == 0 { "" } else { ", " };
         let op = n.def().map(|d| d.name).unwrap_or("null");
-        let _ = write!(out, "{sep}\n    {{\n      \"op\": {},\n      \"name\": {}", q(op), q(&n.name));
+        let _ = write!(
+            out,
+            "{sep}\n    {{\n      \"op\": {},\n      \"name\": {}",
+            q(op),
+            q(&n.name)
+        );
         let mut pairs: Vec<(String, String)> = match &n.op {
             Some(c) => c.attrs.0.clone(),
             None => Vec::new(),
@@ -51,7 +55,10 @@ pub fn to_json(sym: &Symbol) -> String {
         // refuses to load an operator node with a plain `lr_mult`)
         pairs.extend(
             user.iter()
-                .filter(|(k, _)| !(super::PLAIN_USER_ATTRS.contains(&k.as_str()) && user.contains_key(&format!("__{k}__"))))
+                .filter(|(k, _)| {
+                    !(super::PLAIN_USER_ATTRS.contains(&k.as_str())
+                        && user.contains_key(&format!("__{k}__")))
+                })
                 .map(|(k, v)| (k.clone(), v.clone())),
         );
         drop(user);
@@ -146,89 +153,20 @@ fn from_value(root: &Value) -> Result<Symbol> {
         pairs.extend(str_map(nv.get("attr"), &name, "attr")?);
         pairs.extend(str_map(nv.get("param"), &name, "param")?);
         let (params, mut user) = split_attrs(&pairs);
-        let empty = Vec::new();
-        let ins_v = nv
-            .get("inputs")
-            .map(|v| v.as_array().ok_or_else(|| bad(format!("node '{name}': inputs must be a list"))))
-            .transpose()?
-            .unwrap_or(&empty);
-        let mut inputs = Vec::with_capacity(ins_v.len());
-        for iv in ins_v {
-            let (src, k) = entry_ref(iv, &format!("node '{name}': input"))?;
-            if src >= i {
-                return Err(bad(format!(
-                    "node {i} ('{name}') reads node {src}, which does not come before it \
-                     (a cycle or a forward reference: nodes must be in topological order)"
-                )));
-            }
-            let s = &nodes[src];
-            if k >= s.num_outputs() {
-                return Err(bad(format!(
-                    "node '{name}' reads output {k} of '{}', which has {} output(s)",
-                    s.name,
-                    s.num_outputs()
-                )));
-            }
-            inputs.push(NodeEntry {
-                node: s.clone(),
-                index: k,
-            });
-        }
-        if op == "null" {
+        let inputs = read_inputs(nv, i, &name, &nodes)?;
+        let op = if op == "null" {
             // a variable keeps every attribute as a user attribute
             for (k, v) in params.0 {
                 user.insert(k, v);
             }
-            nodes.push(Arc::new(Node {
-                op: None,
-                name,
-                attrs: RwLock::new(user),
-                inputs: Vec::new(),
-            }));
-            continue;
-        }
-        if op == "_CachedOp" {
-            let inner = nv
-                .get("subgraphs")
-                .and_then(|v| v.as_array())
-                .and_then(|v| v.first())
-                .ok_or_else(|| bad(format!("node '{name}' (_CachedOp) has no subgraph")))?;
-            let inner = from_value(inner).map_err(|e| bad(format!("in the subgraph of '{name}': {}", e.message())))?;
-            let call = super::subgraph::subgraph_call(inner);
-            let want = call.def.n_inputs(&call);
-            if want != inputs.len() {
-                return Err(bad(format!(
-                    "node '{name}' (_CachedOp) has {} input(s); its subgraph takes {want}",
-                    inputs.len()
-                )));
-            }
-            nodes.push(Arc::new(Node {
-                op: Some(Arc::new(call)),
-                name,
-                attrs: RwLock::new(user.into_iter().collect::<BTreeMap<_, _>>()),
-                inputs,
-            }));
-            continue;
-        }
-        let def = registry::lookup(op).map_err(|_| {
-            bad(format!(
-                "node {i} ('{name}') uses operator '{op}', which oxnet does not have"
-            ))
-        })?;
-        let call = registry::parse_call(def, params)
-            .map_err(|e| bad(format!("node '{name}': {}", e.message())))?;
-        let want = def.n_inputs(&call);
-        if want != inputs.len() {
-            return Err(bad(format!(
-                "node '{name}' ({op}) has {} input(s); the operator takes {want} ({})",
-                inputs.len(),
-                def.input_names(&call).join(", ")
-            )));
-        }
+            None
+        } else {
+            Some(Arc::new(read_call(nv, i, &name, op, params, inputs.len())?))
+        };
         nodes.push(Arc::new(Node {
-            op: Some(Arc::new(call)),
+            op,
             name,
-            attrs: RwLock::new(user.into_iter().collect::<BTreeMap<_, _>>()),
+            attrs: RwLock::new(user),
             inputs,
         }));
     }
@@ -255,4 +193,85 @@ fn from_value(root: &Value) -> Result<Symbol> {
         });
     }
     Ok(Symbol { outputs })
+}
+
+/// The inputs of node `i`: entries of earlier nodes (a graph file lists its
+/// nodes in topological order).
+fn read_inputs(nv: &Value, i: usize, name: &str, nodes: &[Arc<Node>]) -> Result<Vec<NodeEntry>> {
+    let empty = Vec::new();
+    let ins_v = nv
+        .get("inputs")
+        .map(|v| {
+            v.as_array()
+                .ok_or_else(|| bad(format!("node '{name}': inputs must be a list")))
+        })
+        .transpose()?
+        .unwrap_or(&empty);
+    let mut inputs = Vec::with_capacity(ins_v.len());
+    for iv in ins_v {
+        let (src, k) = entry_ref(iv, &format!("node '{name}': input"))?;
+        if src >= i {
+            return Err(bad(format!(
+                "node {i} ('{name}') reads node {src}, which does not come before it \
+                 (a cycle or a forward reference: nodes must be in topological order)"
+            )));
+        }
+        let s = &nodes[src];
+        if k >= s.num_outputs() {
+            return Err(bad(format!(
+                "node '{name}' reads output {k} of '{}', which has {} output(s)",
+                s.name,
+                s.num_outputs()
+            )));
+        }
+        inputs.push(NodeEntry {
+            node: s.clone(),
+            index: k,
+        });
+    }
+    Ok(inputs)
+}
+
+/// The operator call of node `i`: a registered operator with its
+/// parameters, or a `_CachedOp` with its subgraph; it must take `n_in` inputs.
+fn read_call(
+    nv: &Value,
+    i: usize,
+    name: &str,
+    op: &str,
+    params: crate::ops::Attrs,
+    n_in: usize,
+) -> Result<OpCall> {
+    if op == "_CachedOp" {
+        let inner = nv
+            .get("subgraphs")
+            .and_then(|v| v.as_array())
+            .and_then(|v| v.first())
+            .ok_or_else(|| bad(format!("node '{name}' (_CachedOp) has no subgraph")))?;
+        let inner = from_value(inner)
+            .map_err(|e| bad(format!("in the subgraph of '{name}': {}", e.message())))?;
+        let call = super::subgraph::subgraph_call(inner);
+        let want = call.def.n_inputs(&call);
+        if want != n_in {
+            return Err(bad(format!(
+                "node '{name}' (_CachedOp) has {n_in} input(s); its subgraph takes {want}"
+            )));
+        }
+        return Ok(call);
+    }
+    let def = registry::lookup(op).map_err(|_| {
+        bad(format!(
+            "node {i} ('{name}') uses operator '{op}', which oxnet does not have"
+        ))
+    })?;
+    let call = registry::parse_call(def, params)
+        .map_err(|e| bad(format!("node '{name}': {}", e.message())))?;
+    let want = def.n_inputs(&call);
+    if want != n_in {
+        return Err(bad(format!(
+            "node '{name}' ({op}) has {n_in} input(s); the operator takes {want} ({})",
+            def.input_names(&call).join(", ")
+        )));
+    }
+    Ok(call)
 }

@@ -360,10 +360,7 @@ impl Symbol {
                 .iter()
                 .map(|&(src, idx)| self::remap_entry(&g, &new_nodes, subs, src, idx))
                 .collect();
-            let changed = ins
-                .iter()
-                .zip(&n.inputs)
-                .any(|(a, b)| a.key() != b.key());
+            let changed = ins.iter().zip(&n.inputs).any(|(a, b)| a.key() != b.key());
             if changed {
                 new_nodes.push(Arc::new(Node {
                     op: n.op.clone(),

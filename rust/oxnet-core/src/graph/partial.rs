@@ -50,7 +50,10 @@ fn put(op: &OpCall, slot: &mut Option<Shape>, new: Shape) -> Result<()> {
 }
 
 fn usize_attr(c: &OpCall, k: &str, default: usize) -> usize {
-    c.attrs.raw(k).and_then(|v| v.trim().parse().ok()).unwrap_or(default)
+    c.attrs
+        .raw(k)
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
 }
 
 fn bool_attr(c: &OpCall, k: &str, default: bool) -> bool {
@@ -63,7 +66,10 @@ fn bool_attr(c: &OpCall, k: &str, default: bool) -> bool {
 
 fn tuple_attr(c: &OpCall, k: &str) -> Option<Vec<usize>> {
     let v = c.attrs.raw(k)?;
-    let t = v.trim().trim_start_matches(['(', '[']).trim_end_matches([')', ']']);
+    let t = v
+        .trim()
+        .trim_start_matches(['(', '['])
+        .trim_end_matches([')', ']']);
     t.split(',')
         .filter(|p| !p.trim().is_empty())
         .map(|p| p.trim().trim_end_matches('L').parse().ok())
@@ -75,8 +81,14 @@ fn tuple_attr(c: &OpCall, k: &str) -> Option<Vec<usize>> {
 fn is_same_shape_op(c: &OpCall) -> bool {
     type F = crate::ops::registry::InferShapeFn;
     std::ptr::fn_addr_eq(c.def.infer_shape, infer_shape_same as F)
-        || std::ptr::fn_addr_eq(c.def.infer_shape, crate::ops::elemwise::infer_elemwise2 as F)
-        || matches!(c.def.name, "Activation" | "LeakyReLU" | "Dropout" | "BlockGrad" | "Cast")
+        || std::ptr::fn_addr_eq(
+            c.def.infer_shape,
+            crate::ops::elemwise::infer_elemwise2 as F,
+        )
+        || matches!(
+            c.def.name,
+            "Activation" | "LeakyReLU" | "Dropout" | "BlockGrad" | "Cast"
+        )
 }
 
 /// Applies the operator's partial-shape rule, if it has one.
@@ -100,16 +112,28 @@ pub fn apply(c: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) 
             Ok(())
         }
         "transpose" => {
-            let (Some(d), Some(axes)) = (ins[0].clone(), tuple_attr(c, "axes")) else { return Ok(()) };
+            let (Some(d), Some(axes)) = (ins[0].clone(), tuple_attr(c, "axes")) else {
+                return Ok(());
+            };
             if axes.len() == d.len() && axes.iter().all(|&a| a < d.len()) {
                 put(c, &mut outs[0], axes.iter().map(|&a| d[a]).collect())?;
             }
             Ok(())
         }
         "pick" => {
-            let Some(d) = ins[0].clone() else { return Ok(()) };
-            let axis = c.attrs.raw("axis").and_then(|v| v.trim().parse::<i64>().ok()).unwrap_or(-1);
-            let ax = if axis < 0 { d.len() as i64 + axis } else { axis };
+            let Some(d) = ins[0].clone() else {
+                return Ok(());
+            };
+            let axis = c
+                .attrs
+                .raw("axis")
+                .and_then(|v| v.trim().parse::<i64>().ok())
+                .unwrap_or(-1);
+            let ax = if axis < 0 {
+                d.len() as i64 + axis
+            } else {
+                axis
+            };
             if ax >= 0 && (ax as usize) < d.len() && !bool_attr(c, "keepdims", false) {
                 let mut s = d;
                 s.remove(ax as usize);
@@ -149,7 +173,11 @@ fn same_shape(c: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>])
     Ok(())
 }
 
-fn fully_connected(c: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
+fn fully_connected(
+    c: &OpCall,
+    ins: &mut [Option<Shape>],
+    outs: &mut [Option<Shape>],
+) -> Result<()> {
     let nh = usize_attr(c, "num_hidden", 0);
     let flatten = bool_attr(c, "flatten", true);
     if let Some(d) = ins[0].clone() {
@@ -183,11 +211,17 @@ fn fully_connected(c: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Sha
 }
 
 fn convolution(c: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
-    let Some(kernel) = tuple_attr(c, "kernel") else { return Ok(()) };
+    let Some(kernel) = tuple_attr(c, "kernel") else {
+        return Ok(());
+    };
     let k = kernel.len();
     let nf = usize_attr(c, "num_filter", 0);
     let groups = usize_attr(c, "num_group", 1).max(1);
-    let one = |n: &str, dflt: usize| tuple_attr(c, n).filter(|v| v.len() == k).unwrap_or(vec![dflt; k]);
+    let one = |n: &str, dflt: usize| {
+        tuple_attr(c, n)
+            .filter(|v| v.len() == k)
+            .unwrap_or(vec![dflt; k])
+    };
     let (stride, dilate, pad) = (one("stride", 1), one("dilate", 1), one("pad", 0));
     if let Some(d) = ins[0].clone() {
         if d.len() != k + 2 {
@@ -219,7 +253,11 @@ fn convolution(c: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]
             nd[0] = if d[0] == 0 { o[0] } else { d[0] };
             for i in 0..k {
                 let span = dilate[i] * (kernel[i] - 1) + 1;
-                if nd[2 + i] == 0 && o[2 + i] != 0 && stride[i] == 1 && o[2 + i] + span > 2 * pad[i] + 1 {
+                if nd[2 + i] == 0
+                    && o[2 + i] != 0
+                    && stride[i] == 1
+                    && o[2 + i] + span > 2 * pad[i] + 1
+                {
                     nd[2 + i] = o[2 + i] + span - 1 - 2 * pad[i];
                 }
             }
@@ -230,9 +268,18 @@ fn convolution(c: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]
 }
 
 fn concat(c: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
-    let rank = ins.iter().chain(outs.iter()).flatten().map(|s| s.len()).next();
+    let rank = ins
+        .iter()
+        .chain(outs.iter())
+        .flatten()
+        .map(|s| s.len())
+        .next();
     let Some(rank) = rank else { return Ok(()) };
-    let dim = c.attrs.raw("dim").and_then(|v| v.trim().parse::<i64>().ok()).unwrap_or(1);
+    let dim = c
+        .attrs
+        .raw("dim")
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .unwrap_or(1);
     let dim = if dim < 0 { dim + rank as i64 } else { dim };
     if dim < 0 || dim as usize >= rank {
         return Ok(());
@@ -261,7 +308,10 @@ fn concat(c: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> 
             put(c, slot, s)?;
         }
     }
-    let parts: Vec<usize> = ins.iter().map(|s| s.as_ref().map(|s| s[dim]).unwrap_or(0)).collect();
+    let parts: Vec<usize> = ins
+        .iter()
+        .map(|s| s.as_ref().map(|s| s[dim]).unwrap_or(0))
+        .collect();
     if let Some(o) = outs[0].as_mut() {
         if !parts.contains(&0) {
             o[dim] = parts.iter().sum();
@@ -279,7 +329,11 @@ fn concat(c: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> 
 fn slice_channel(c: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
     let n = usize_attr(c, "num_outputs", 1).max(1);
     let squeeze = bool_attr(c, "squeeze_axis", false);
-    let axis = c.attrs.raw("axis").and_then(|v| v.trim().parse::<i64>().ok()).unwrap_or(1);
+    let axis = c
+        .attrs
+        .raw("axis")
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .unwrap_or(1);
     let rank = match (&ins[0], outs.iter().flatten().next()) {
         (Some(d), _) => d.len(),
         (None, Some(o)) => o.len() + squeeze as usize,
@@ -305,7 +359,11 @@ fn slice_channel(c: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape
         }
         from_out = merge(&from_out, &full).unwrap_or(from_out);
     }
-    from_out[ax] = if from_out[ax] == 0 { 0 } else { from_out[ax] * n };
+    from_out[ax] = if from_out[ax] == 0 {
+        0
+    } else {
+        from_out[ax] * n
+    };
     if squeeze {
         from_out[ax] = n;
     }
@@ -324,7 +382,9 @@ fn slice_channel(c: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape
 }
 
 fn dot(c: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
-    let (Some(a), Some(b)) = (ins[0].clone(), ins[1].clone()) else { return Ok(()) };
+    let (Some(a), Some(b)) = (ins[0].clone(), ins[1].clone()) else {
+        return Ok(());
+    };
     let ta = bool_attr(c, "transpose_a", false);
     let tb = bool_attr(c, "transpose_b", false);
     if c.def.name == "batch_dot" {

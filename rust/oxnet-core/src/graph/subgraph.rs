@@ -74,7 +74,9 @@ fn through<T: Clone>(
 }
 
 fn infer_shape(c: &OpCall, ins: &mut [Option<Shape>], outs: &mut [Option<Shape>]) -> Result<()> {
-    through(c, ins, outs, |g, given| infer::infer_shapes(g, given, false))
+    through(c, ins, outs, |g, given| {
+        infer::infer_shapes(g, given, false)
+    })
 }
 
 fn infer_type(c: &OpCall, ins: &mut [Option<DType>], outs: &mut [Option<DType>]) -> Result<()> {
@@ -176,7 +178,10 @@ impl Symbol {
         // per node, its outputs in the new graph
         let mut outs: Vec<Vec<NodeEntry>> = Vec::with_capacity(g.nodes.len());
         for (i, n) in g.nodes.iter().enumerate() {
-            let ins: Vec<NodeEntry> = g.inputs[i].iter().map(|&(s, k)| outs[s][k].clone()).collect();
+            let ins: Vec<NodeEntry> = g.inputs[i]
+                .iter()
+                .map(|&(s, k)| outs[s][k].clone())
+                .collect();
             let Some(call) = &n.op else {
                 outs.push(vec![NodeEntry {
                     node: n.clone(),
@@ -189,7 +194,12 @@ impl Symbol {
                 let ig = flat.indexed();
                 let mut subs = HashMap::new();
                 for (&v, e) in ig.input_nodes.iter().zip(&ins) {
-                    subs.insert(ig.nodes[v].name.clone(), Symbol { outputs: vec![e.clone()] });
+                    subs.insert(
+                        ig.nodes[v].name.clone(),
+                        Symbol {
+                            outputs: vec![e.clone()],
+                        },
+                    );
                 }
                 outs.push(flat.compose(&subs)?.outputs);
                 continue;

@@ -1920,7 +1920,10 @@ mod tests {
         // beyond the pixel limit: refused from the header
         let bomb = patch_size(good.clone(), 16384, 16384);
         let e = decode_shape(&bomb, 1).unwrap_err().message();
-        assert!(e.contains("exceeds the limit") && e.contains("OXNET_IMAGE_MAX_PIXELS"), "{e}");
+        assert!(
+            e.contains("exceeds the limit") && e.contains("OXNET_IMAGE_MAX_PIXELS"),
+            "{e}"
+        );
         assert!(msg(imdecode(&bomb, 1, true)).contains("exceeds the limit"));
         // within the limit but far more blocks than the data has bits
         let big = patch_size(good.clone(), 6000, 6000);
@@ -1932,7 +1935,9 @@ mod tests {
         let e = msg(imdecode(&twice, 1, true));
         assert!(e.contains(jpeg::DATA_ENDS), "{e}");
         let mut out = vec![0u8; 320 * 214 * 3];
-        let e = imdecode_into(&twice, 1, true, &mut out).unwrap_err().message();
+        let e = imdecode_into(&twice, 1, true, &mut out)
+            .unwrap_err()
+            .message();
         assert!(e.contains(jpeg::DATA_ENDS), "{e}");
         assert!(imdecode(&good, 1, true).is_ok());
     }

@@ -1823,7 +1823,9 @@ fn clip_kernel(c: &OpCall, i: &[Blob], o: &[Blob], _: &KernelCtx) -> Result<()> 
     match x.dtype {
         DType::F32 => {
             let (lo, hi) = (p.a_min as f32, p.a_max as f32);
-            map1(x.data::<f32>(), y.data_mut::<f32>(), |v| clip_nan(v, lo, hi))
+            map1(x.data::<f32>(), y.data_mut::<f32>(), |v| {
+                clip_nan(v, lo, hi)
+            })
         }
         DType::U8 | DType::I8 | DType::I32 | DType::I64 => dispatch_dtype!(x.dtype, T => {
             // the bounds cast to integers as MXNet casts them to the dtype

@@ -28,7 +28,11 @@ pub fn binary_block<F: super::elemwise::BinaryFn>(a: &[f32], b: &[f32], y: &mut 
     map2_wide(a, b, y, F::f32)
 }
 
-pub fn scalar_block<F: super::elemwise::BinaryFn, const REV: bool>(x: &[f32], s: f32, y: &mut [f32]) {
+pub fn scalar_block<F: super::elemwise::BinaryFn, const REV: bool>(
+    x: &[f32],
+    s: f32,
+    y: &mut [f32],
+) {
     if REV {
         map1_wide(x, y, |v| F::f32(s, v))
     } else {
@@ -69,11 +73,7 @@ fn no_parse(_: &super::attrs::Attrs) -> Result<Params> {
     ))
 }
 
-fn infer_f32(
-    c: &OpCall,
-    ins: &mut [Option<DType>],
-    outs: &mut [Option<DType>],
-) -> Result<()> {
+fn infer_f32(c: &OpCall, ins: &mut [Option<DType>], outs: &mut [Option<DType>]) -> Result<()> {
     for t in ins.iter_mut().chain(outs.iter_mut()) {
         match t {
             None => *t = Some(DType::F32),
@@ -97,7 +97,11 @@ fn run_block(p: &Program, ins: &[&[f32]], regs: &mut [Vec<f32>], out: &mut [f32]
     for (k, step) in p.steps.iter().enumerate() {
         // registers before this step's are read, this step's is written
         let (done, rest) = regs.split_at_mut(k);
-        let dst: &mut [f32] = if k == last { &mut *out } else { &mut rest[0][..len] };
+        let dst: &mut [f32] = if k == last {
+            &mut *out
+        } else {
+            &mut rest[0][..len]
+        };
         let reg = |r: usize| -> &[f32] {
             if r < p.n_inputs {
                 &ins[r][start..start + len]

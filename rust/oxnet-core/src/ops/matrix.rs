@@ -354,10 +354,7 @@ pub(crate) fn batched<T: crate::base::dtype::Elem>(
             par,
         )
     };
-    if batch > 1
-        && per < 4 * PAR_FLOPS
-        && per * batch >= PAR_FLOPS
-        && crate::par::num_threads() > 1
+    if batch > 1 && per < 4 * PAR_FLOPS && per * batch >= PAR_FLOPS && crate::par::num_threads() > 1
     {
         crate::par::par_chunks_mut(dst, sd, |i, d| run(i, d, Parallelism::None));
     } else {

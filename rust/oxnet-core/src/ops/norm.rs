@@ -455,8 +455,16 @@ fn bn_kernel(call: &OpCall, i: &[Blob], o: &[Blob], k: &KernelCtx) -> Result<()>
 /// BatchNorm's (and SyncBatchNorm's) gradient: `_batch_norm_grad`.
 const BN_GRAD: Option<super::registry::GradFn> = Some(|c, b, x, _, g| {
     let p = c.p::<BnParam>();
-    let r = b.op("_batch_norm_grad", &bn_attrs(p), &[g[0], x[0], x[1], x[3], x[4]])?;
-    let dgamma = if p.fix_gamma { Some(b.op1("zeros_like", &[], &[x[1]])?) } else { Some(r[1]) };
+    let r = b.op(
+        "_batch_norm_grad",
+        &bn_attrs(p),
+        &[g[0], x[0], x[1], x[3], x[4]],
+    )?;
+    let dgamma = if p.fix_gamma {
+        Some(b.op1("zeros_like", &[], &[x[1]])?)
+    } else {
+        Some(r[1])
+    };
     Ok(vec![Some(r[0]), dgamma, Some(r[2]), None, None])
 });
 

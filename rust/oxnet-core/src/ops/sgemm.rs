@@ -795,33 +795,33 @@ pub unsafe fn sgemm_b(
     // on the kernel pool (never rayon's global one: see crate::par)
     crate::par::install(|| {
         rayon::scope(|s| {
-        let mut start = 0;
-        while start < len {
-            let cnt = per.min(len - start);
-            let s0 = start;
-            s.spawn(move |_| {
-                // whole-struct captures (the structs are Send, their fields are not)
-                let (cm, am, b) = (cm, am, b);
-                if by_cols {
-                    let cp = MatMut {
-                        ptr: cm.ptr.offset(s0 as isize * cm.cs),
-                        ..cm
-                    };
-                    imp::run(m, cnt, k, cp, acc, am, b.skip_cols(s0));
-                } else {
-                    let cp = MatMut {
-                        ptr: cm.ptr.offset(s0 as isize * cm.rs),
-                        ..cm
-                    };
-                    let ap = Mat {
-                        ptr: am.ptr.offset(s0 as isize * am.rs),
-                        ..am
-                    };
-                    imp::run(cnt, n, k, cp, acc, ap, b);
-                }
-            });
-            start += cnt;
-        }
+            let mut start = 0;
+            while start < len {
+                let cnt = per.min(len - start);
+                let s0 = start;
+                s.spawn(move |_| {
+                    // whole-struct captures (the structs are Send, their fields are not)
+                    let (cm, am, b) = (cm, am, b);
+                    if by_cols {
+                        let cp = MatMut {
+                            ptr: cm.ptr.offset(s0 as isize * cm.cs),
+                            ..cm
+                        };
+                        imp::run(m, cnt, k, cp, acc, am, b.skip_cols(s0));
+                    } else {
+                        let cp = MatMut {
+                            ptr: cm.ptr.offset(s0 as isize * cm.rs),
+                            ..cm
+                        };
+                        let ap = Mat {
+                            ptr: am.ptr.offset(s0 as isize * am.rs),
+                            ..am
+                        };
+                        imp::run(cnt, n, k, cp, acc, ap, b);
+                    }
+                });
+                start += cnt;
+            }
         })
     });
 }

@@ -215,14 +215,34 @@ fn render_table(t: &Table, by: SortBy, ascending: bool) -> String {
         } else {
             ("Min Time (ms)", "Max Time (ms)", "Avg Time (ms)")
         };
-        let total = if mem { String::new() } else { format!("{:>16} ", "Time (ms)") };
-        let _ = writeln!(s, "{:<25}{:>16} {total}{mn:>16} {mx:>16} {av:>16}", "Name", "Total Count");
-        let total = if mem { String::new() } else { format!("{:>16} ", "---------") };
+        let total = if mem {
+            String::new()
+        } else {
+            format!("{:>16} ", "Time (ms)")
+        };
+        let _ = writeln!(
+            s,
+            "{:<25}{:>16} {total}{mn:>16} {mx:>16} {av:>16}",
+            "Name", "Total Count"
+        );
+        let total = if mem {
+            String::new()
+        } else {
+            format!("{:>16} ", "---------")
+        };
         let d = "-------------";
-        let _ = writeln!(s, "{:<25}{:>16} {total}{d:>16} {d:>16} {d:>16}", "----", "-----------");
+        let _ = writeln!(
+            s,
+            "{:<25}{:>16} {total}{d:>16} {d:>16} {d:>16}",
+            "----", "-----------"
+        );
         for (name, st) in sorted(rows, by, ascending) {
             let (tot, mn, mx, avg) = st.shown();
-            let total = if mem { String::new() } else { format!("{tot:>16.4} ") };
+            let total = if mem {
+                String::new()
+            } else {
+                format!("{tot:>16.4} ")
+            };
             let _ = writeln!(
                 s,
                 "{name:<25}{:>16} {total}{mn:>16.4} {mx:>16.4} {avg:>16.4}",
@@ -268,7 +288,11 @@ fn render_json(t: &Table, by: SortBy, ascending: bool) -> String {
             fields.push(format!("\"Min\": {}", sig4(mn)));
             fields.push(format!("\"Max\": {}", sig4(mx)));
             fields.push(format!("\"Avg\": {}", sig4(avg)));
-            items.push(format!("{}: {{{}}}", Value::from(name.as_str()), fields.join(", ")));
+            items.push(format!(
+                "{}: {{{}}}",
+                Value::from(name.as_str()),
+                fields.join(", ")
+            ));
         }
         let dom = format!("{}: {{{}}}", Value::from(sec.as_str()), items.join(", "));
         match unit {

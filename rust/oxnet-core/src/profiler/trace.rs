@@ -12,8 +12,8 @@
 use super::{Kind, MarkScope, Record, ThreadBuf};
 use crate::base::{fmt_shape, Context};
 use serde_json::{json, Value};
-use std::io::Write;
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
 use std::sync::Arc;
 
 /// Device name as MXNet's trace writes it: "cpu/0".
@@ -113,7 +113,12 @@ fn write_event(w: &mut dyn Write, r: &Record, pid: usize) -> std::io::Result<()>
     jstr(w, &r.full_name())?;
     w.write_all(b", \"cat\": ")?;
     jstr(w, &category(r))?;
-    write!(w, ", \"ts\": {}, \"pid\": {pid}, \"tid\": {}", us(r.start_ns), r.tid)?;
+    write!(
+        w,
+        ", \"ts\": {}, \"pid\": {pid}, \"tid\": {}",
+        us(r.start_ns),
+        r.tid
+    )?;
     match r.kind {
         Kind::Operator | Kind::Api | Kind::Task | Kind::Frame | Kind::Event => {
             write!(w, ", \"ph\": \"X\", \"dur\": {}", us(r.dur_ns))?;
@@ -138,7 +143,11 @@ fn write_event(w: &mut dyn Write, r: &Record, pid: usize) -> std::io::Result<()>
             write!(w, ": {}}}", r.value)?;
         }
         Kind::Memory => {
-            write!(w, ", \"ph\": \"C\", \"args\": {{\"bytes_in_use\": {}}}", r.value)?;
+            write!(
+                w,
+                ", \"ph\": \"C\", \"args\": {{\"bytes_in_use\": {}}}",
+                r.value
+            )?;
         }
         Kind::Marker => {
             let s = match r.mark.unwrap_or(MarkScope::Process) {

@@ -104,7 +104,12 @@ const MIN_CACHE_BOUND: usize = 64 << 20;
 /// The machine's physical memory in bytes (0 when unknown).
 pub fn physical_memory() -> usize {
     // SAFETY: sysconf only reads system configuration.
-    let (pages, page) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
     if pages > 0 && page > 0 {
         pages as usize * page as usize
     } else {
@@ -119,7 +124,12 @@ pub fn available_memory() -> Option<usize> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
     let field = |name: &str| -> Option<usize> {
         let line = text.lines().find(|l| l.starts_with(name))?;
-        let kb: usize = line[name.len()..].trim().trim_end_matches("kB").trim().parse().ok()?;
+        let kb: usize = line[name.len()..]
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()?;
         Some(kb * 1024)
     };
     Some(field("MemAvailable:")? + field("SwapFree:").unwrap_or(0))
@@ -267,7 +277,9 @@ impl Pool {
 
     fn alloc_block(&self, cap: usize) -> Result<NonNull<u8>> {
         if Layout::from_size_align(cap, ALIGN).is_err() {
-            return Err(Error::Param(format!("storage: invalid allocation size {cap}")));
+            return Err(Error::Param(format!(
+                "storage: invalid allocation size {cap}"
+            )));
         }
         if let Some(p) = raw_alloc(cap) {
             return Ok(p);
@@ -543,7 +555,10 @@ mod tests {
         for i in 0..40 {
             drop(pool.alloc((3 << 20) + i * (2 << 20), ctx).unwrap());
             let cached = pool.stats().bytes_cached;
-            assert!(cached <= pool.cache_bound() as u64 && cached <= 82 << 20, "{cached}");
+            assert!(
+                cached <= pool.cache_bound() as u64 && cached <= 82 << 20,
+                "{cached}"
+            );
         }
         // the size used last is cached (older sizes made room for it) and hits
         let hits = pool.stats().hits;

@@ -509,11 +509,7 @@ pub fn conv_fwd(g: &Geo, x: &[f32], w: &[f32], bias: Option<&[f32]>, y: &mut [f3
     let u = transform_filters(g, w);
     let (xsz, ysz) = (g.cin * g.xs[1] * g.xs[2], g.cout * g.ys[1] * g.ys[2]);
     let (items, outer) = schedule(&t);
-    let threads = if outer {
-        1
-    } else {
-        crate::par::num_threads()
-    };
+    let threads = if outer { 1 } else { crate::par::num_threads() };
     let yp = SendPtr(y.as_mut_ptr());
     let one = |b: usize, s: &mut Scratch| {
         let (nt, segs) = t.segments(b, g.n);
