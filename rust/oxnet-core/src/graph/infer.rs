@@ -7,26 +7,27 @@ use super::IndexedGraph;
 use crate::base::{fmt_shape, DType, Shape};
 use crate::error::{Error, Result};
 
-/// Parses a `__shape__` attribute: "(2, 3)"; a 0 or -1 dimension means
-/// "unknown" in MXNet 1.x, which makes the whole shape unknown here.
-pub fn parse_shape_attr(s: &str) -> Option<Shape> {
+/// The integers of a tuple attribute ("(2, 3)", "[2,3]", "(2L, 3L)");
+/// None if one is not an integer. The one parser of shape-like attributes.
+pub fn parse_dims(s: &str) -> Option<Vec<i64>> {
     let t = s
         .trim()
         .trim_start_matches(['(', '['])
         .trim_end_matches([')', ']']);
-    let mut out = Vec::new();
-    for p in t.split(',') {
-        let p = p.trim().trim_end_matches('L');
-        if p.is_empty() {
-            continue;
-        }
-        let v: i64 = p.parse().ok()?;
-        if v <= 0 {
-            return None;
-        }
-        out.push(v as usize);
-    }
-    Some(out)
+    t.split(',')
+        .map(|p| p.trim().trim_end_matches('L'))
+        .filter(|p| !p.is_empty())
+        .map(|p| p.parse().ok())
+        .collect()
+}
+
+/// Parses a `__shape__` attribute: "(2, 3)"; a 0 or -1 dimension means
+/// "unknown" in MXNet 1.x, which makes the whole shape unknown here.
+pub fn parse_shape_attr(s: &str) -> Option<Shape> {
+    let dims = parse_dims(s)?;
+    dims.iter()
+        .all(|&v| v > 0)
+        .then(|| dims.iter().map(|&v| v as usize).collect())
 }
 
 /// The dtype named by a `__dtype__` attribute (MXNet writes the type flag
@@ -246,20 +247,7 @@ pub fn infer_shapes(
 
 /// A `__shape__` attribute with 0 (or -1) for unknown dimensions.
 fn parse_partial_attr(s: &str) -> Option<Shape> {
-    let t = s
-        .trim()
-        .trim_start_matches(['(', '['])
-        .trim_end_matches([')', ']']);
-    let mut out = Vec::new();
-    for p in t.split(',') {
-        let p = p.trim().trim_end_matches('L');
-        if p.is_empty() {
-            continue;
-        }
-        let v: i64 = p.parse().ok()?;
-        out.push(v.max(0) as usize);
-    }
-    Some(out)
+    Some(parse_dims(s)?.iter().map(|&v| v.max(0) as usize).collect())
 }
 
 /// An operator without inputs whose `shape` parameter has a 0 dimension:
@@ -271,14 +259,8 @@ pub fn deferred_shape(call: &crate::ops::registry::OpCall) -> bool {
         && call
             .attrs
             .raw("shape")
-            .map(|s| {
-                let t = s
-                    .trim()
-                    .trim_start_matches(['(', '['])
-                    .trim_end_matches([')', ']']);
-                t.split(',').any(|p| p.trim() == "0")
-            })
-            .unwrap_or(false)
+            .and_then(parse_dims)
+            .is_some_and(|d| d.contains(&0))
 }
 
 /// Entry dtypes, given the dtypes of some variables (by node index).

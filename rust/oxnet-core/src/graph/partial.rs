@@ -65,15 +65,10 @@ fn bool_attr(c: &OpCall, k: &str, default: bool) -> bool {
 }
 
 fn tuple_attr(c: &OpCall, k: &str) -> Option<Vec<usize>> {
-    let v = c.attrs.raw(k)?;
-    let t = v
-        .trim()
-        .trim_start_matches(['(', '['])
-        .trim_end_matches([')', ']']);
-    t.split(',')
-        .filter(|p| !p.trim().is_empty())
-        .map(|p| p.trim().trim_end_matches('L').parse().ok())
-        .collect()
+    let d = super::infer::parse_dims(c.attrs.raw(k)?)?;
+    d.iter()
+        .all(|&v| v >= 0)
+        .then(|| d.iter().map(|&v| v as usize).collect())
 }
 
 /// Operators whose inputs and outputs all have one shape (not the
